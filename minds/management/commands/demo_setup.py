@@ -1,0 +1,38 @@
+"""Create the demo user, mind and Mind Key once; later runs change nothing."""
+
+import secrets
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from minds.services import key_issue, mind_create
+
+DEMO_USER = "demo"
+DEMO_MIND = "Demo Mind"
+
+
+class Command(BaseCommand):
+    help = "Create a demo user, mind and key (printed once) unless they exist."
+
+    def handle(self, *args, **options):
+        credentials_file = settings.DATA_DIR / "demo-credentials.txt"
+        users = get_user_model().objects
+        with transaction.atomic():
+            if users.filter(username=DEMO_USER).exists():
+                self.stdout.write(f"Demo user exists. Its credentials were printed on the first "
+                                  f"run and saved in {credentials_file} (mode 0600).")
+                return
+            password = secrets.token_urlsafe(12)
+            user = users.create_user(DEMO_USER, password=password, is_staff=True,
+                                     is_superuser=True)
+            mind = mind_create(owner=user, name=DEMO_MIND)
+            _key, plaintext = key_issue(mind=mind, name="demo agent", created_by=user)
+        text = (f"Demo user:     {DEMO_USER}\nPassword:      {password}\n"
+                f"Mind:          {mind.name} ({mind.id})\nMind Key:      {plaintext}\n")
+        settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
+        credentials_file.write_text(text, encoding="utf-8")
+        credentials_file.chmod(0o600)
+        self.stdout.write("\n" + text + f"(saved in {credentials_file}; the key is not stored "
+                          "anywhere else)\n")

@@ -1,0 +1,28 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from minds.models import Mind, MindKey
+from minds.services import key_issue
+from synapse.api import parse_timestamp
+
+
+class Command(BaseCommand):
+    help = "Issue a Mind Key for a mind and print it (the only time it is shown)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("mind_id")
+        parser.add_argument("--name", default="cli")
+        parser.add_argument("--scope", choices=[s.value for s in MindKey.Scope], default="write")
+        parser.add_argument("--expires-at", help="RFC 3339 timestamp or epoch seconds")
+
+    def handle(self, *args, mind_id, name, scope, expires_at, **options):
+        mind = Mind.objects.filter(pk=mind_id).first()
+        if mind is None:
+            raise CommandError(f"No mind {mind_id!r}.")
+        try:
+            expires = parse_timestamp(expires_at) if expires_at else None
+        except ValueError as error:
+            raise CommandError(str(error)) from error
+        key, plaintext = key_issue(mind=mind, name=name, scope=scope, expires_at=expires)
+        self.stderr.write(f"key id {key.id}, scope {key.scope}; "
+                          "store it now, it is not shown again")
+        self.stdout.write(plaintext)

@@ -1,0 +1,80 @@
+"""Minds (tenants) and the Mind Keys that let agents act on one of them."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from synapse.ids import new_key_id, new_mind_id
+
+
+class MindQuerySet(models.QuerySet):
+    def owned_by(self, user) -> "MindQuerySet":
+        """Minds of one human; the only way views reach minds."""
+        return self.filter(owner=user)
+
+
+class Mind(models.Model):
+    class UnverifiedInRecall(models.TextChoices):
+        MARKED = "marked", "shown, marked [unverified]"
+        HIDDEN = "hidden", "left out until a human verifies them"
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_mind_id, editable=False)
+    name = models.CharField(max_length=200)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                              related_name="minds")
+    unverified_in_recall = models.CharField(max_length=10, choices=UnverifiedInRecall.choices,
+                                            default=UnverifiedInRecall.MARKED)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = MindQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.id})"
+
+
+class MindKeyQuerySet(models.QuerySet):
+    def usable(self) -> "MindKeyQuerySet":
+        """Keys that are neither revoked nor expired."""
+        return self.filter(revoked_at__isnull=True).filter(
+            Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
+
+
+class MindKey(models.Model):
+    class Scope(models.TextChoices):
+        WRITE = "write", "read and write"
+        READ = "read", "read only"
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_key_id, editable=False)
+    mind = models.ForeignKey(Mind, on_delete=models.CASCADE, related_name="keys")
+    name = models.CharField(max_length=200)
+    lookup = models.CharField(max_length=20, unique=True, editable=False)
+    hashed_secret = models.CharField(max_length=64, editable=False)
+    last4 = models.CharField(max_length=4, editable=False)
+    scope = models.CharField(max_length=5, choices=Scope.choices, default=Scope.WRITE)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = MindKeyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} (…{self.last4})"
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    @property
+    def can_write(self) -> bool:
+        return self.scope == self.Scope.WRITE

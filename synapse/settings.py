@@ -1,0 +1,284 @@
+"""Synapse settings: one file, every value from the environment (see the README's table).
+
+Strict helpers refuse malformed values instead of guessing. With SYNAPSE_PRODUCTION=true
+the process refuses to start without SECRET_KEY and ALLOWED_HOSTS and turns on every
+transport-security setting that ``manage.py check --deploy`` asks for.
+"""
+
+import os
+from datetime import timedelta
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_str(name: str, default: str | None = None) -> str | None:
+    """A string from NAME, or from the file named by NAME_FILE (for secrets)."""
+    file_name = os.environ.get(f"{name}_FILE")
+    if file_name:
+        return Path(file_name).read_text(encoding="utf-8").strip()
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() in ("true", "1", "yes", "on"):
+        return True
+    if raw.lower() in ("false", "0", "no", "off"):
+        return False
+    raise ImproperlyConfigured(f"{name} must be true or false, not {raw!r}")
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number, not {raw!r}") from None
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+PRODUCTION = env_bool("SYNAPSE_PRODUCTION", False)
+DEBUG = env_bool("DEBUG", False)
+DATA_DIR = Path(env_str("SYNAPSE_DATA_DIR", str(BASE_DIR / ".synapse"))).resolve()
+
+
+def _secret_key() -> str:
+    configured = env_str("SECRET_KEY")
+    if configured:
+        return configured
+    if PRODUCTION:
+        raise ImproperlyConfigured("SECRET_KEY (or SECRET_KEY_FILE) must be set in production")
+    # Development: a random key kept in the data folder, so sessions survive restarts.
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        import secrets
+
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(50), encoding="utf-8")
+        path.chmod(0o600)
+    return path.read_text(encoding="utf-8").strip()
+
+
+SECRET_KEY = _secret_key()
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [] if PRODUCTION else ["127.0.0.1", "localhost",
+                                                                   "testserver", "[::1]"])
+if PRODUCTION and not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("ALLOWED_HOSTS must be set in production")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "rest_framework_simplejwt.token_blacklist",
+    "django_filters",
+    "drf_spectacular",
+    "synapse",
+    "minds",
+    "memories",
+]
+
+MIDDLEWARE = [
+    "synapse.middleware.RequestGuardMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "synapse.urls"
+WSGI_APPLICATION = "synapse.wsgi.application"
+ASGI_APPLICATION = "synapse.asgi.application"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def _databases() -> dict:
+    # No single statement may run away with the server (milliseconds).
+    timeout_ms = env_int("DATABASE_STATEMENT_TIMEOUT_MS", 30000)
+    options = {"ENGINE": "synapse.db", "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60),
+               "CONN_HEALTH_CHECKS": True,
+               "OPTIONS": {"options": f"-c statement_timeout={timeout_ms}"}}
+    url = env_str("DATABASE_URL")
+    if url:
+        import dj_database_url
+
+        parsed = dj_database_url.parse(url)
+        options.update({key: parsed[key] for key in ("NAME", "USER", "PASSWORD", "HOST", "PORT")})
+        return {"default": options}
+    from synapse.embedded_db import Cluster
+
+    options.update(Cluster(DATA_DIR).connection_settings())
+    options["EMBEDDED_DATA_DIR"] = str(DATA_DIR)
+    return {"default": options}
+
+
+DATABASES = _databases()
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CACHES = {
+    # Shared by every process (rate limits, idempotency): the database, never process memory.
+    "default": {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "synapse_cache",
+    }
+}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "synapse" / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
+                    if PRODUCTION else "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = not PRODUCTION
+
+LOGIN_URL = "/ui/login"
+LOGIN_REDIRECT_URL = "/ui/"
+LOGOUT_REDIRECT_URL = "/ui/login"
+
+# Request limits (SPEC §6). The body limit covers JSON bodies; larger ones get a 413.
+MAX_BODY_BYTES = env_int("SYNAPSE_MAX_BODY_BYTES", 5 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
+IMPORT_MAX_BODY_BYTES = env_int("SYNAPSE_IMPORT_MAX_BODY_BYTES", 200 * 1024 * 1024)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "minds.authentication.MindKeyAuthentication",
+        "rest_framework_simplejwt.authentication.JWTAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "synapse.api.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Synapse API",
+    "DESCRIPTION": "Memory service for LLM agents. Agents authenticate with a Mind Key "
+    "(`Authorization: Bearer mk_…`); humans with a JWT from `/auth/login`.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "ENUM_NAME_OVERRIDES": {},
+}
+
+SIMPLE_JWT = {
+    "ACCESS_TOKEN_LIFETIME": timedelta(minutes=env_int("JWT_ACCESS_MINUTES", 15)),
+    "REFRESH_TOKEN_LIFETIME": timedelta(days=env_int("JWT_REFRESH_DAYS", 7)),
+    "ROTATE_REFRESH_TOKENS": True,
+    "BLACKLIST_AFTER_ROTATION": True,
+    "SIGNING_KEY": env_str("JWT_SIGNING_KEY") or SECRET_KEY,
+    "ALGORITHM": "HS256",
+    "AUTH_HEADER_TYPES": ("Bearer",),
+    "UPDATE_LAST_LOGIN": True,
+}
+if PRODUCTION and not env_str("JWT_SIGNING_KEY"):
+    raise ImproperlyConfigured(
+        "JWT_SIGNING_KEY (or JWT_SIGNING_KEY_FILE) must be set in production")
+
+# Synapse behaviour
+SYNAPSE = {
+    "EMBEDDING_MODEL": env_str("SYNAPSE_EMBEDDING_MODEL", "all-MiniLM-L6-v2"),
+    "EMBEDDING_DIM": env_int("SYNAPSE_EMBEDDING_DIM", 384),
+    "EMBED_BATCH_SIZE": env_int("SYNAPSE_EMBED_BATCH_SIZE", 64),
+    "ALLOW_REGISTRATION": env_bool("SYNAPSE_ALLOW_REGISTRATION", True),
+    "TRASH_RETENTION_DAYS": env_int("SYNAPSE_TRASH_RETENTION_DAYS", 30),
+    "IDEMPOTENCY_TTL_SECONDS": env_int("SYNAPSE_IDEMPOTENCY_TTL_SECONDS", 24 * 3600),
+    "KEY_LAST_USED_RESOLUTION_SECONDS": 60,
+}
+
+# Transport security. Production values make `manage.py check --deploy` clean.
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "no-referrer"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False
+if PRODUCTION:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SECURE_REDIRECT_EXEMPT = [r"^memory/health$"]
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+    if not SECURE_HSTS_PRELOAD:
+        # Preloading is a one-way commitment of the operator's whole domain to HTTPS;
+        # it stays opt-in, so its deploy-check warning is silenced until opted in.
+        SILENCED_SYSTEM_CHECKS = ["security.W021"]
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"redact_secrets": {"()": "synapse.logging.RedactSecretsFilter"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain",
+                    "filters": ["redact_secrets"]},
+    },
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # runserver's request lines carry the query string: send them through the filter.
+        "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "gunicorn.access": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "gunicorn.error": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "uvicorn.access": {"handlers": ["console"], "level": "INFO", "propagate": False},
+    },
+}

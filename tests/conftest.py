@@ -1,0 +1,93 @@
+"""The small cast: alice owns a mind her agent writes to; bob owns another tenant."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.test import APIClient
+from rest_framework_simplejwt.tokens import RefreshToken
+
+from memories.services import memory_store
+from minds.authentication import AgentPrincipal
+from minds.services import key_issue, mind_create
+
+PASSWORD = "correct horse battery staple"
+
+
+def make_user(username: str):
+    return get_user_model().objects.create_user(username, password=PASSWORD,
+                                                email=f"{username}@example.com")
+
+
+def key_client(plaintext: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {plaintext}")
+    return client
+
+
+def jwt_client(user) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {RefreshToken.for_user(user).access_token}")
+    return client
+
+
+@pytest.fixture
+def alice(db):
+    return make_user("alice")
+
+
+@pytest.fixture
+def alice_mind(alice):
+    return mind_create(owner=alice, name="Alice's Mind")
+
+
+@pytest.fixture
+def alice_key(alice_mind, alice):
+    """(MindKey, plaintext) with write scope."""
+    return key_issue(mind=alice_mind, name="alice agent", created_by=alice)
+
+
+@pytest.fixture
+def agent(alice_key) -> APIClient:
+    """An API client authenticated with alice's write key."""
+    return key_client(alice_key[1])
+
+
+@pytest.fixture
+def reader(alice_mind, alice) -> APIClient:
+    """An API client with a read-only key of alice's mind."""
+    _key, plaintext = key_issue(mind=alice_mind, name="reader", scope="read", created_by=alice)
+    return key_client(plaintext)
+
+
+@pytest.fixture
+def human(alice) -> APIClient:
+    """alice herself, with a JWT."""
+    return jwt_client(alice)
+
+
+@pytest.fixture
+def bob(db):
+    return make_user("bob")
+
+
+@pytest.fixture
+def bob_mind(bob):
+    return mind_create(owner=bob, name="Bob's Mind")
+
+
+@pytest.fixture
+def bob_agent(bob_mind, bob) -> APIClient:
+    return key_client(key_issue(mind=bob_mind, name="bob agent", created_by=bob)[1])
+
+
+@pytest.fixture
+def remember(alice_key):
+    """Store a memory in alice's mind as her agent, through the service."""
+    principal = AgentPrincipal(key=alice_key[0])
+
+    def _remember(mind=None, actor=None, **fields):
+        fields.setdefault("category", "fact")
+        fields.setdefault("content", "Something worth remembering")
+        return memory_store(mind=mind or alice_key[0].mind, actor=actor or principal,
+                            expires_given="expires_at" in fields, **fields).memory
+
+    return _remember
