@@ -210,3 +210,57 @@ def memory_delete(*, memory: Memory, actor) -> Memory:
             record_event(mind=locked.mind, actor=actor, action="delete", memory_id=locked.id,
                          details={"category": locked.category, "key": locked.key})
         return locked
+
+
+def memory_restore(*, memory: Memory, actor) -> Memory:
+    """Take a memory out of the trash. Raises MemoryConflict when its (category, key) was
+    reused meanwhile by a memory outside the trash."""
+    with transaction.atomic():
+        locked = Memory.objects.select_for_update().select_related("mind").get(pk=memory.pk)
+        if locked.deleted_at is None:
+            return locked
+        locked.deleted_at = None
+        locked.updated_at = timezone.now()
+        try:
+            with transaction.atomic():
+                locked.save(update_fields=["deleted_at", "updated_at"])
+        except IntegrityError as error:
+            raise MemoryConflict(
+                f"The key {locked.key!r} ({locked.category}) was reused by another memory "
+                "while this one was in the trash; delete or rename that one first.") from error
+        record_event(mind=locked.mind, actor=actor, action="restore", memory_id=locked.id,
+                     details={"category": locked.category, "key": locked.key})
+        return locked
+
+
+def memory_revert(*, memory: Memory, actor, version: int) -> Memory:
+    """Make a new version equal to an earlier one (``version``); history is kept."""
+    with transaction.atomic():
+        locked = Memory.objects.select_for_update().select_related("mind").get(pk=memory.pk)
+        snapshot = MemoryVersion.objects.filter(memory=locked, version=version).first()
+        if snapshot is None:
+            raise MemoryVersion.DoesNotExist(f"Memory {locked.id} has no version {version}.")
+        changes = {name: getattr(snapshot, name) for name in VERSIONED_FIELDS
+                   if name != "source"}
+        provenance = _provenance(actor, snapshot.source if is_agent(actor) else None)
+        reverted, _changed = _apply(memory=locked, actor=actor, changes=changes,
+                                    provenance=provenance, action="revert")
+        return reverted
+
+
+def memory_set_verified(*, memory: Memory, user, verified: bool) -> Memory:
+    """Verify or unverify a memory. Humans only: callers must have checked that ``user``
+    is a human (API: HumanOnly permission); agents are refused here too."""
+    if is_agent(user) or user is None:
+        raise PermissionError("Only a human may verify or unverify a memory.")
+    with transaction.atomic():
+        locked = Memory.objects.select_for_update().select_related("mind").get(pk=memory.pk)
+        if locked.verified == verified:
+            return locked
+        locked.verified = verified
+        locked.verified_by = user if verified else None
+        locked.verified_at = timezone.now() if verified else None
+        locked.save(update_fields=["verified", "verified_by", "verified_at"])
+        record_event(mind=locked.mind, actor=user, action="verify" if verified else "unverify",
+                     memory_id=locked.id, details={"version": locked.version})
+        return locked
