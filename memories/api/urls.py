@@ -18,8 +18,12 @@ class MemoryIdConverter:
 register_converter(MemoryIdConverter, "memory_id")
 
 urlpatterns = [
+    # Core (memories.api.views)
     path("memory", views.MemoryCollectionView.as_view(), name="memory-collection"),
     path("memory/recall", views.RecallView.as_view(), name="memory-recall"),
     path("memory/health", views.HealthView.as_view(), name="memory-health"),
     path("memory/<memory_id:memory_id>", views.MemoryDetailView.as_view(), name="memory-detail"),
+    # Search and embeddings (memories.api.search_views)
+    # Verification (memories.api.verification_views)
+    # Lifecycle: versions, trash, sync, bulk, export/import, insight (memories.api.lifecycle_views)
 ]
