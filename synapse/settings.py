@@ -74,6 +74,43 @@ def _secret_key() -> str:
 
 SECRET_KEY = _secret_key()
 
+
+def _credentials_keys() -> list[str]:
+    """Fernet keys for ``credentials`` content, newest first (memories/crypto.py)."""
+    import base64
+    import binascii
+
+    configured = env_list("SYNAPSE_CREDENTIALS_KEYS", [])
+    if os.environ.get("SYNAPSE_CREDENTIALS_KEYS_FILE"):
+        configured = [item.strip() for item in
+                      env_str("SYNAPSE_CREDENTIALS_KEYS").split(",") if item.strip()]
+    if not configured:
+        if PRODUCTION:
+            raise ImproperlyConfigured(
+                "SYNAPSE_CREDENTIALS_KEYS (or SYNAPSE_CREDENTIALS_KEYS_FILE) must be set in "
+                "production: comma-separated Fernet keys, newest first.")
+        # Development: one key kept in the data folder, like SECRET_KEY.
+        path = DATA_DIR / "credentials_key"
+        if not path.exists():
+            DATA_DIR.mkdir(parents=True, exist_ok=True)
+            path.write_text(base64.urlsafe_b64encode(os.urandom(32)).decode(), encoding="utf-8")
+            path.chmod(0o600)
+        configured = [path.read_text(encoding="utf-8").strip()]
+    for position, key in enumerate(configured, 1):
+        try:
+            valid = len(base64.urlsafe_b64decode(key.encode())) == 32
+        except (binascii.Error, ValueError):
+            valid = False
+        if not valid:
+            raise ImproperlyConfigured(
+                f"SYNAPSE_CREDENTIALS_KEYS: key {position} is not a Fernet key (32 url-safe "
+                "base64-encoded bytes; make one with `python -c \"from cryptography.fernet "
+                "import Fernet; print(Fernet.generate_key().decode())\"`).")
+    return configured
+
+
+CREDENTIALS_KEYS = _credentials_keys()
+
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [] if PRODUCTION else ["127.0.0.1", "localhost",
                                                                    "testserver", "[::1]"])
 if PRODUCTION and not ALLOWED_HOSTS:
@@ -158,6 +195,9 @@ CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.db.DatabaseCache",
         "LOCATION": "synapse_cache",
+        # Django culls a third of the entries past MAX_ENTRIES (default 300), which would
+        # reset rate-limit windows of busy deployments; expired entries go first.
+        "OPTIONS": {"MAX_ENTRIES": env_int("SYNAPSE_CACHE_MAX_ENTRIES", 50_000)},
     }
 }
 
@@ -204,6 +244,17 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "synapse.api.exception_handler",
     "UNAUTHENTICATED_USER": None,
+    # Per Mind Key / per user / per client address, by scope (synapse.throttling).
+    "DEFAULT_THROTTLE_CLASSES": ["synapse.throttling.ScopeRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "write": env_str("SYNAPSE_RATE_WRITE", "600/min"),
+        "search": env_str("SYNAPSE_RATE_SEARCH", "600/min"),
+        "semantic": env_str("SYNAPSE_RATE_SEMANTIC", "120/min"),
+        "export": env_str("SYNAPSE_RATE_EXPORT", "30/hour"),
+        "login": env_str("SYNAPSE_RATE_LOGIN", "20/min"),
+    },
+    # `format` is a recall option of ours, not DRF's renderer override.
+    "URL_FORMAT_OVERRIDE": None,
 }
 
 SPECTACULAR_SETTINGS = {

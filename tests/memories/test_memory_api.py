@@ -1,0 +1,195 @@
+"""GET /memory (list), GET/PUT/DELETE /memory/{id}: filters, pagination, tenancy."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memories.models import Memory, MemoryVersion
+
+pytestmark = pytest.mark.django_db
+
+
+def test_list_returns_count_and_results_newest_first(agent, remember):
+    remember(key="a", content="first")
+    remember(key="b", content="second")
+    body = agent.get("/memory").json()
+    assert body["count"] == 2
+    assert [m["key"] for m in body["results"]] == ["b", "a"]
+    assert set(body["results"][0]) >= {"id", "mind_id", "category", "key", "content", "tags",
+                                       "priority", "source", "verified", "confidence",
+                                       "expires_at", "version", "created_at", "updated_at"}
+
+
+def test_list_paginates_with_limit_and_offset(agent, remember):
+    for number in range(7):
+        remember(key=f"k{number}", content=str(number))
+    page = agent.get("/memory?limit=3&offset=3&ordering=key").json()
+    assert page["count"] == 7
+    assert [m["key"] for m in page["results"]] == ["k3", "k4", "k5"]
+
+
+@pytest.mark.parametrize("query", ["limit=501", "limit=0", "offset=-1", "ordering=content",
+                                   "verified=maybe", "updated_since=yesterday", "page=2"])
+def test_bad_list_parameters_are_400_naming_them(agent, query):
+    response = agent.get(f"/memory?{query}")
+    assert response.status_code == 400
+    assert query.split("=")[0] in response.json()["error"]["fields"]
+
+
+def test_list_limit_500_is_accepted(agent, remember):
+    remember(key="a", content="a")
+    assert agent.get("/memory?limit=500").status_code == 200
+
+
+def test_list_filters(agent, remember, alice, alice_mind):
+    remember(key="tagged", content="t", tags=["Work"], priority="high")
+    remember(key="pref", content="p", category="preference", source="tool")
+    remember(mind=alice_mind, actor=alice, key="human", content="h")
+    keys = lambda query: sorted(m["key"] for m in agent.get(f"/memory?{query}").json()["results"])  # noqa: E731
+    assert keys("tag=WORK") == ["tagged"]
+    assert keys("priority=high") == ["tagged"]
+    assert keys("category=preference") == ["pref"]
+    assert keys("source=tool") == ["pref"]
+    assert keys("verified=true") == ["human"]
+    assert keys("verified=false") == ["pref", "tagged"]
+    future = (timezone.now() + timedelta(hours=1)).timestamp()
+    assert keys(f"updated_since={future}") == []
+
+
+def test_list_keeps_expired_but_not_trashed(agent, remember):
+    remember(key="expired", content="e", expires_at=timezone.now() - timedelta(days=1))
+    trashed = remember(key="trashed", content="t")
+    agent.delete(f"/memory/{trashed.id}")
+    keys = [m["key"] for m in agent.get("/memory").json()["results"]]
+    assert keys == ["expired"]
+    assert agent.get("/memory?include_expired=false").json()["count"] == 0
+
+
+def test_get_returns_one_memory(agent, remember):
+    memory = remember(key="a", content="alpha")
+    body = agent.get(f"/memory/{memory.id}").json()
+    assert (body["id"], body["content"], body["version"]) == (memory.id, "alpha", 1)
+
+
+def test_get_reveals_credentials_to_the_owning_mind_but_list_redacts(agent, remember):
+    memory = remember(category="credentials", key="token", content="s3cret")
+    assert agent.get(f"/memory/{memory.id}").json()["content"] == "s3cret"
+    assert "s3cret" not in agent.get("/memory").content.decode()
+
+
+def test_other_minds_memory_is_404(bob_agent, remember):
+    memory = remember(key="private", content="alice only")
+    for response in (bob_agent.get(f"/memory/{memory.id}"),
+                     bob_agent.put(f"/memory/{memory.id}", {"content": "x"}, format="json"),
+                     bob_agent.delete(f"/memory/{memory.id}")):
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "not_found"
+    assert Memory.objects.get(pk=memory.id).content == "alice only"
+
+
+def test_unknown_memory_is_404(agent):
+    assert agent.get("/memory/mem_doesnotexist").status_code == 404
+
+
+def test_put_updates_fields_and_makes_a_version(agent, remember):
+    memory = remember(key="a", content="alpha", tags=["x"])
+    response = agent.put(f"/memory/{memory.id}", {"content": "beta", "tags": ["Y"],
+                                                  "priority": "high"}, format="json")
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["content"], body["tags"], body["priority"], body["version"]) == (
+        "beta", ["y"], "high", 2)
+    assert MemoryVersion.objects.filter(memory=memory).count() == 2
+
+
+def test_put_with_same_values_changes_nothing(agent, remember):
+    memory = remember(key="a", content="alpha")
+    response = agent.put(f"/memory/{memory.id}", {"content": "alpha"}, format="json")
+    assert response.json()["version"] == 1
+
+
+def test_put_onto_a_taken_key_is_409_and_unchanged(agent, remember):
+    remember(key="taken", content="one")
+    memory = remember(key="mine", content="two")
+    response = agent.put(f"/memory/{memory.id}", {"key": "taken"}, format="json")
+    assert response.status_code == 409
+    assert Memory.objects.get(pk=memory.id).key == "mine"
+
+
+@pytest.mark.parametrize("body", [{}, {"verified": True}, {"version": 3}, {"mind_id": "m_x"},
+                                  {"content": ""}, {"colour": "red"}, {"expires_at": "soon"}])
+def test_put_with_bad_body_is_400_and_row_unchanged(agent, remember, body):
+    memory = remember(key="a", content="alpha")
+    before = Memory.objects.filter(pk=memory.id).values().get()
+    response = agent.put(f"/memory/{memory.id}", body, format="json")
+    assert response.status_code == 400
+    assert Memory.objects.filter(pk=memory.id).values().get() == before
+
+
+def test_put_can_clear_expiry(agent, remember):
+    memory = remember(key="a", content="alpha", expires_at=timezone.now() + timedelta(days=1))
+    body = agent.put(f"/memory/{memory.id}", {"expires_at": None}, format="json").json()
+    assert body["expires_at"] is None
+
+
+def test_delete_moves_to_trash(agent, remember):
+    memory = remember(key="a", content="alpha")
+    response = agent.delete(f"/memory/{memory.id}")
+    assert response.status_code == 200
+    assert response.json()["deleted_at"] is not None
+    assert Memory.objects.get(pk=memory.id).deleted_at is not None
+    assert agent.get(f"/memory/{memory.id}").status_code == 404
+
+
+def test_storing_a_trashed_key_creates_a_fresh_memory(agent, remember):
+    old = remember(key="a", content="alpha")
+    agent.delete(f"/memory/{old.id}")
+    response = agent.post("/memory", {"category": "fact", "key": "a", "content": "alpha"},
+                          format="json")
+    assert response.status_code == 201
+    assert response.json()["id"] != old.id
+
+
+def test_read_only_key_reads_but_cannot_write(reader, remember):
+    memory = remember(key="a", content="alpha")
+    assert reader.get(f"/memory/{memory.id}").status_code == 200
+    assert reader.get("/memory").status_code == 200
+    assert reader.put(f"/memory/{memory.id}", {"content": "b"}, format="json").status_code == 403
+    assert reader.delete(f"/memory/{memory.id}").status_code == 403
+    assert Memory.objects.get(pk=memory.id).deleted_at is None
+
+
+def test_human_uses_memory_routes_with_mind_parameter(human, alice_mind, remember):
+    memory = remember(key="a", content="alpha")
+    assert human.get(f"/memory?mind={alice_mind.id}").json()["count"] == 1
+    assert human.get(f"/memory/{memory.id}?mind={alice_mind.id}").status_code == 200
+    assert human.get("/memory").status_code == 400
+
+
+def test_human_on_another_users_mind_is_404(human, bob_mind):
+    assert human.get(f"/memory?mind={bob_mind.id}").status_code == 404
+    assert human.get(f"/memory/recall?mind={bob_mind.id}").status_code == 404
+
+
+def test_mind_key_naming_another_mind_is_404(agent, bob_mind):
+    assert agent.get(f"/memory?mind={bob_mind.id}").status_code == 404
+
+
+def test_query_string_with_nul_or_bad_utf8_is_400(agent):
+    assert agent.get("/memory?tag=a%00b").status_code == 400
+    assert agent.get("/memory?tag=%ff%fe").status_code == 400
+
+
+def test_health_reports_database_embeddings_and_policy(agent):
+    body = agent.get("/memory/health").json()
+    assert body["database"]["ok"] is True
+    assert body["database"]["pgvector"]
+    assert body["embeddings"]["model"] == "all-MiniLM-L6-v2"
+    assert body["recall_policy"]["unverified"] == "marked"
+
+
+def test_responses_are_not_cached(agent):
+    response = agent.get("/memory")
+    assert response["Cache-Control"] == "no-store"
+    assert response["Referrer-Policy"] == "no-referrer"
