@@ -8,7 +8,9 @@ from django.utils import timezone
 from memories.models import Memory
 from memories.recall import estimate_tokens
 from memories.services import memory_delete, memory_store
-from minds.services import mind_create, mind_update
+from minds.authentication import AgentPrincipal
+from minds.services import key_issue, mind_create, mind_update
+from tests.conftest import key_client
 
 pytestmark = pytest.mark.django_db
 
@@ -35,12 +37,7 @@ def michaels_mind(alice):
 
 
 def test_recall_of_spec_example_matches_line_for_line(michaels_mind, alice):
-    from tests.conftest import key_client
-    from minds.services import key_issue
-
     agent_key, plaintext = key_issue(mind=michaels_mind, name="agent")
-    from minds.authentication import AgentPrincipal
-
     agent = AgentPrincipal(key=agent_key)
     for number in range(9):
         store(michaels_mind, alice, key=f"fact_{number}", content=f"Fact number {number}")
