@@ -8,6 +8,7 @@ Error shape (every 4xx and 5xx)::
 
 import logging
 import re
+import sys
 from datetime import UTC, datetime, timedelta
 
 from django.core.exceptions import PermissionDenied
@@ -236,6 +237,9 @@ class SynapseAPIView(APIView):
     """
 
     permission_classes = [MindAccess]
+    # Rate-limit scope (synapse.throttling): "search", "export", … or a dict by HTTP method;
+    # None means writes count as "write" and reads are not limited.
+    throttle_scope: str | dict[str, str] | None = None
     query_serializer: type[serializers.Serializer] | None = None
     query_serializers: dict[str, type[serializers.Serializer]] = {}
     uses_mind = True
@@ -292,4 +296,9 @@ def json_handler404(request, exception=None):
 
 
 def json_handler500(request):
+    # Outside DRF views (middleware, sessions, the web UI) a database outage lands here:
+    # it is still a 503 the client may retry, not a 500.
+    if isinstance(sys.exc_info()[1], OperationalError | InterfaceError):
+        return error_response(503, "unavailable", ServiceUnavailable.default_detail,
+                              headers={"Retry-After": "5"})
     return error_response(500, "server_error", "Internal server error.")
