@@ -121,6 +121,10 @@ class Memory(models.Model):
     embedding = VectorField(dimensions=settings.SYNAPSE["EMBEDDING_DIM"], null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True, default="")
     embedding_pending = models.BooleanField(default=True)
+    # Stamped by a database trigger (migration 0003) with the id of the writing transaction,
+    # so the diff cursor (memories.sync) covers every write path, raw SQL included.
+    change_txid = models.BigIntegerField(null=True, blank=True, editable=False)
+    created_txid = models.BigIntegerField(null=True, blank=True, editable=False)
 
     objects = MemoryQuerySet.as_manager()
 
@@ -139,6 +143,7 @@ class Memory(models.Model):
             GinIndex(fields=["tags"], name="memory_tags"),
             HnswIndex(name="memory_embedding_hnsw", fields=["embedding"], m=16,
                       ef_construction=64, opclasses=["vector_cosine_ops"]),
+            models.Index(fields=["mind", "change_txid"], name="memory_mind_change_txid"),
             models.Index(fields=["id"], name="memory_embedding_pending",
                          condition=Q(embedding_pending=True)),
         ]
@@ -199,6 +204,29 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} by {self.actor_label} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class MemoryTombstone(models.Model):
+    """What is left of a memory purged from the trash: enough for sync to know it was
+    deleted (and never bring it back with an older copy)."""
+
+    id = models.CharField(primary_key=True, max_length=40, editable=False)
+    mind = models.ForeignKey(Mind, on_delete=models.CASCADE, related_name="tombstones")
+    category = models.CharField(max_length=20, choices=Category.choices)
+    key = models.CharField(max_length=200)
+    deleted_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    purged_at = models.DateTimeField(default=timezone.now)
+    change_txid = models.BigIntegerField(null=True, blank=True, editable=False)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["mind", "change_txid"], name="tombstone_mind_change_txid"),
+            models.Index(fields=["mind", "category", "key"], name="tombstone_mind_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.category}/{self.key} (purged)"
 
 
 class IdempotentRequest(models.Model):
