@@ -129,6 +129,7 @@ INSTALLED_APPS = [
     "rest_framework_simplejwt.token_blacklist",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "synapse",
     "minds",
     "memories",
@@ -243,6 +244,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "synapse.api.exception_handler",
+    # Throttles key on REMOTE_ADDR unless the operator says how many proxies add
+    # X-Forwarded-For (a client-supplied header must not choose its own throttle bucket).
+    "NUM_PROXIES": env_int("SYNAPSE_NUM_PROXIES", 0),
     "UNAUTHENTICATED_USER": None,
     # Per Mind Key / per user / per client address, by scope (synapse.throttling).
     "DEFAULT_THROTTLE_CLASSES": ["synapse.throttling.ScopeRateThrottle"],
@@ -252,6 +256,8 @@ REST_FRAMEWORK = {
         "semantic": env_str("SYNAPSE_RATE_SEMANTIC", "120/min"),
         "export": env_str("SYNAPSE_RATE_EXPORT", "30/hour"),
         "login": env_str("SYNAPSE_RATE_LOGIN", "20/min"),
+        # Password attempts on one username from one address (minds.api.views).
+        "login_username": env_str("SYNAPSE_RATE_LOGIN_USERNAME", "5/min"),
     },
     # `format` is a recall option of ours, not DRF's renderer override.
     "URL_FORMAT_OVERRIDE": None,
@@ -267,6 +273,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "ENUM_NAME_OVERRIDES": {},
+    # Swagger UI assets are served from the installed package: no CDN, works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 SIMPLE_JWT = {
@@ -308,11 +318,9 @@ if PRODUCTION:
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
-    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
-    if not SECURE_HSTS_PRELOAD:
-        # Preloading is a one-way commitment of the operator's whole domain to HTTPS;
-        # it stays opt-in, so its deploy-check warning is silenced until opted in.
-        SILENCED_SYSTEM_CHECKS = ["security.W021"]
+    # The preload directive only signals consent; nothing is preloaded until the operator
+    # submits the domain to the browsers' list.
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
 
 LOGGING = {
     "version": 1,
