@@ -215,7 +215,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT = Path(env_str("SYNAPSE_STATIC_ROOT", str(DATA_DIR / "static")))
 STATICFILES_DIRS = [BASE_DIR / "synapse" / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
