@@ -16,6 +16,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema_field
+from psycopg.errors import QueryCanceled
 from rest_framework import exceptions, serializers, status
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
@@ -70,7 +71,11 @@ def _first_message(detail) -> str:
 
 def exception_handler(exc, context):
     """DRF's handler, reshaped into the one error shape; database outages become 503."""
-    if isinstance(exc, OperationalError | InterfaceError):
+    if isinstance(exc, OperationalError) and isinstance(exc.__cause__, QueryCanceled):
+        # statement_timeout (settings.DATABASES) cut a runaway query short.
+        logger.error("database statement cancelled (statement_timeout)")
+        exc = ServiceUnavailable("The request took too long and was cancelled.", "timeout")
+    elif isinstance(exc, OperationalError | InterfaceError):
         logger.error("database unavailable: %s", exc.__class__.__name__)
         exc = ServiceUnavailable()
     elif isinstance(exc, DatabaseError):
