@@ -1,0 +1,117 @@
+"""Two tenants for the security tests: two users, each with two filled minds and every kind of key.
+
+Every memory carries a canary token that no request ever sends, so finding one in a
+response body written for another tenant proves a leak, whatever route produced it.
+"""
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from rest_framework.test import APIClient
+from rest_framework_simplejwt.tokens import RefreshToken
+
+from memories.embeddings import embed_batch
+from memories.models import AuditEvent, Memory, MemoryVersion
+from memories.services import memory_delete, memory_store
+from minds.authentication import AgentPrincipal
+from minds.models import Mind, MindKey
+from minds.services import key_issue, key_revoke, mind_create
+from tests.conftest import make_user
+
+CATEGORIES = ["identity", "preference", "fact", "project", "skill", "mistake", "note"]
+
+
+@dataclass
+class Tenant:
+    """One mind, its owner, its keys and what it holds."""
+
+    label: str
+    word: str
+    canary: str
+    owner: object
+    mind: Mind
+    write_key: str
+    read_key: str
+    revoked_key: str
+    expired_key: str
+    key_ids: list[str] = field(default_factory=list)
+    memory_ids: list[str] = field(default_factory=list)
+
+    @property
+    def secrets(self) -> list[str]:
+        """Strings that only this tenant's data contains and no request ever carries."""
+        return [self.canary, *self.memory_ids, self.mind.id, *self.key_ids]
+
+
+def fill(label: str, word: str, owner, count: int) -> Tenant:
+    mind = mind_create(owner=owner, name=f"Mind of {label} zq{label}mind")
+    canary = f"zq{label}canary"
+    write_row, write_key = key_issue(mind=mind, name="writer", created_by=owner)
+    read_row, read_key = key_issue(mind=mind, name="reader", scope="read", created_by=owner)
+    revoked_row, revoked_key = key_issue(mind=mind, name="revoked", created_by=owner)
+    key_revoke(key=revoked_row, actor=owner)
+    expired_row, expired_key = key_issue(mind=mind, name="expired", created_by=owner,
+                                         expires_at=timezone.now() + timedelta(seconds=1))
+    MindKey.objects.filter(pk=expired_row.pk).update(
+        expires_at=timezone.now() - timedelta(minutes=1))
+    tenant = Tenant(label, word, canary, owner, mind, write_key, read_key, revoked_key,
+                    expired_key, key_ids=[write_row.id, read_row.id, revoked_row.id,
+                                          expired_row.id])
+    agent = AgentPrincipal(key=write_row)
+    for index in range(count):
+        actor = owner if index % 3 == 0 else agent
+        memory = memory_store(
+            mind=mind, actor=actor, category=CATEGORIES[index % len(CATEGORIES)],
+            key=f"{word}_{index}", content=f"The {word} fact number {index}: {canary}{index} "
+            f"is kept by {canary}.", tags=[word, f"{canary}tag", "shared"],
+            priority="critical" if index == 0 else "normal").memory
+        tenant.memory_ids.append(memory.id)
+    # History, trash and a secret: every lifecycle state is there to leak.
+    memory_store(mind=mind, actor=agent, category="fact", key=f"{word}_1",
+                 content=f"The {word} fact number 1, revised: {canary}rev.")
+    trashed = memory_store(mind=mind, actor=agent, category="note", key=f"{word}_trashed",
+                           content=f"A trashed {word} note {canary}trash.").memory
+    memory_delete(memory=trashed, actor=agent)
+    secret = memory_store(mind=mind, actor=owner, category="credentials", key=f"{word}_token",
+                          content=f"token {canary}credential").memory
+    tenant.memory_ids += [trashed.id, secret.id]
+    return tenant
+
+
+@pytest.fixture
+def tenants(db) -> dict[str, Tenant]:
+    """a1, a2 (owned by one user) and b1, b2 (owned by another), embedded for semantic search."""
+    first, second = make_user("tenant_a"), make_user("tenant_b")
+    world = {"a1": fill("a1", "quokka", first, 9), "a2": fill("a2", "narwhal", first, 5),
+             "b1": fill("b1", "axolotl", second, 7), "b2": fill("b2", "pangolin", second, 4)}
+    while embed_batch(limit=200):
+        pass
+    return world
+
+
+def snapshot(tenant: Tenant) -> dict:
+    """Everything stored for one mind (minus key last-use times, which reads update)."""
+    mind = Mind.objects.filter(pk=tenant.mind.pk).values().first()
+    memories = list(Memory.objects.for_mind(tenant.mind).order_by("id").values(
+        "id", "category", "key", "content", "tags", "priority", "source", "verified",
+        "confidence", "expires_at", "version", "created_at", "updated_at", "deleted_at",
+        "superseded_at", "embedding_pending"))
+    versions = list(MemoryVersion.objects.filter(memory__mind=tenant.mind)
+                    .order_by("memory_id", "version").values())
+    audit = list(AuditEvent.objects.filter(mind=tenant.mind).order_by("id").values("id"))
+    keys = list(MindKey.objects.filter(mind=tenant.mind).order_by("id").values(
+        "id", "name", "scope", "expires_at", "revoked_at", "hashed_secret"))
+    return {"mind": mind, "memories": memories, "versions": versions, "audit": audit,
+            "keys": keys}
+
+
+def bearer(token: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client
+
+
+def jwt_for(user) -> str:
+    return str(RefreshToken.for_user(user).access_token)
