@@ -2,6 +2,7 @@
 
 from datetime import datetime
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
@@ -10,16 +11,37 @@ from minds.models import Mind, MindKey
 
 
 @transaction.atomic
+def account_register(*, username: str, password: str, email: str = ""):
+    """Create a human account (not staff); the caller has validated the password."""
+    return get_user_model().objects.create_user(username, email=email, password=password)
+
+
+@transaction.atomic
 def mind_create(*, owner, name: str) -> Mind:
     return Mind.objects.create(owner=owner, name=name)
 
 
+MIND_SETTINGS = ("name", "unverified_in_recall")
+KEY_SETTINGS = ("name", "scope", "expires_at")
+
+
 @transaction.atomic
 def mind_update(*, mind: Mind, actor=None, **fields) -> Mind:
-    """Rename a mind or change its settings (name, unverified_in_recall)."""
-    for name, value in fields.items():
+    """Rename a mind or change its settings (name, unverified_in_recall); audited."""
+    from memories.audit import record_event
+
+    unknown = set(fields) - set(MIND_SETTINGS)
+    if unknown:
+        raise TypeError(f"mind_update cannot change {sorted(unknown)}")
+    changed = {name: value for name, value in fields.items() if getattr(mind, name) != value}
+    if not changed:
+        return mind
+    before = {name: getattr(mind, name) for name in changed}
+    for name, value in changed.items():
         setattr(mind, name, value)
-    mind.save(update_fields=[*fields, "updated_at"])
+    mind.save(update_fields=[*changed, "updated_at"])
+    record_event(mind=mind, actor=actor, action="mind_update",
+                 details={"before": before, "after": changed})
     return mind
 
 
@@ -45,13 +67,40 @@ def key_issue(*, mind: Mind, name: str, scope: str = MindKey.Scope.WRITE,
 
 
 @transaction.atomic
+def key_update(*, key: MindKey, actor=None, **fields) -> MindKey:
+    """Rename a key, change its scope or expiry; a revoked key stays as it is."""
+    from memories.audit import record_event
+
+    unknown = set(fields) - set(KEY_SETTINGS)
+    if unknown:
+        raise TypeError(f"key_update cannot change {sorted(unknown)}")
+    key = MindKey.objects.select_for_update().select_related("mind").get(pk=key.pk)
+    if key.revoked_at is not None:
+        raise ValueError("A revoked key cannot be changed.")
+    changed = {name: value for name, value in fields.items() if getattr(key, name) != value}
+    if not changed:
+        return key
+    for name, value in changed.items():
+        setattr(key, name, value)
+    key.save(update_fields=list(changed))
+    details = {"key_id": key.id, "last4": key.last4,
+               **{name: (value.isoformat() if isinstance(value, datetime) else value)
+                  for name, value in changed.items()}}
+    record_event(mind=key.mind, actor=actor, action="key_update", details=details)
+    return key
+
+
+@transaction.atomic
 def key_revoke(*, key: MindKey, actor=None) -> MindKey:
     """Revoke a key; the next request made with it gets a 401."""
     from memories.audit import record_event
 
-    if key.revoked_at is None:
-        key.revoked_at = timezone.now()
-        key.save(update_fields=["revoked_at"])
-        record_event(mind=key.mind, actor=actor, action="key_revoke",
-                     details={"key_id": key.id, "name": key.name, "last4": key.last4})
-    return key
+    # Locked, so two concurrent revokes record one event and keep the first time.
+    locked = MindKey.objects.select_for_update().select_related("mind").get(pk=key.pk)
+    if locked.revoked_at is None:
+        locked.revoked_at = timezone.now()
+        locked.save(update_fields=["revoked_at"])
+        record_event(mind=locked.mind, actor=actor, action="key_revoke",
+                     details={"key_id": locked.id, "name": locked.name, "last4": locked.last4})
+    key.revoked_at = locked.revoked_at
+    return locked

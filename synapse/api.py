@@ -62,6 +62,11 @@ def error_response(status_code: int, code: str, message: str, fields: dict | Non
 def _first_message(detail) -> str:
     if isinstance(detail, list) and detail:
         return _first_message(detail[0])
+    if isinstance(detail, dict) and isinstance(detail.get("detail"), str):
+        # simplejwt's token errors: {"detail", "code", "messages": [{"message": why}]}.
+        reasons = [item.get("message") for item in detail.get("messages", [])
+                   if isinstance(item, dict) and item.get("message")]
+        return str(detail["detail"]) + (f" ({reasons[0]})" if reasons else "")
     if isinstance(detail, dict) and detail:
         name, value = next(iter(detail.items()))
         inner = _first_message(value)

@@ -2,7 +2,7 @@
 
 from django.urls import path, register_converter
 
-from memories.api import views
+from memories.api import verification_views, views
 
 
 class MemoryIdConverter:
@@ -25,5 +25,11 @@ urlpatterns = [
     path("memory/<memory_id:memory_id>", views.MemoryDetailView.as_view(), name="memory-detail"),
     # Search and embeddings (memories.api.search_views)
     # Verification (memories.api.verification_views)
+    path("memory/unverified", verification_views.UnverifiedView.as_view(),
+         name="memory-unverified"),
+    path("memory/<memory_id:memory_id>/verify", verification_views.VerifyView.as_view(),
+         name="memory-verify"),
+    path("memory/<memory_id:memory_id>/unverify", verification_views.UnverifyView.as_view(),
+         name="memory-unverify"),
     # Lifecycle: versions, trash, sync, bulk, export/import, insight (memories.api.lifecycle_views)
 ]

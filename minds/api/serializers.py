@@ -1,0 +1,153 @@
+"""Serializers of the human API: accounts, minds and Mind Keys (strict input, one output)."""
+
+from django.contrib.auth import get_user_model, password_validation
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils import timezone
+from rest_framework import serializers
+
+from minds.models import Mind, MindKey
+from synapse.api import StrictSerializer, TimestampField
+
+_CONTROL_CHARS = {chr(code) for code in (*range(32), 127)}
+
+
+def validate_name(value: str) -> str:
+    value = value.strip()
+    if not value:
+        raise serializers.ValidationError("The name cannot be blank.")
+    if _CONTROL_CHARS & set(value):
+        raise serializers.ValidationError("The name cannot contain control characters.")
+    return value
+
+
+# -- Accounts -----------------------------------------------------------------------------
+
+class RegisterSerializer(StrictSerializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=512, trim_whitespace=False,
+                                     style={"input_type": "password"})
+    email = serializers.EmailField(required=False, allow_blank=True, default="")
+
+    def validate_username(self, value: str) -> str:
+        user_model = get_user_model()
+        for validator in user_model._meta.get_field("username").validators:
+            try:
+                validator(value)
+            except DjangoValidationError as error:
+                raise serializers.ValidationError(list(error.messages)) from None
+        if user_model.objects.filter(username__iexact=value).exists():
+            raise serializers.ValidationError("This username is taken.")
+        return value
+
+    def validate(self, attrs):
+        candidate = get_user_model()(username=attrs["username"], email=attrs["email"])
+        try:
+            password_validation.validate_password(attrs["password"], user=candidate)
+        except DjangoValidationError as error:
+            raise serializers.ValidationError({"password": list(error.messages)}) from None
+        return attrs
+
+
+class UserSerializer(serializers.ModelSerializer):
+    date_joined = TimestampField(read_only=True)
+    last_login = TimestampField(read_only=True)
+
+    class Meta:
+        model = get_user_model()
+        fields = ["id", "username", "email", "is_staff", "date_joined", "last_login"]
+        read_only_fields = fields
+
+
+class LogoutSerializer(StrictSerializer):
+    refresh = serializers.CharField(max_length=4096)
+
+
+class TokenPairSerializer(serializers.Serializer):
+    access = serializers.CharField()
+    refresh = serializers.CharField()
+
+
+# -- Minds --------------------------------------------------------------------------------
+
+class MindSerializer(serializers.ModelSerializer):
+    """A mind as the API returns it; counts come from annotations (no query per mind)."""
+
+    memories = serializers.IntegerField(source="memory_count", read_only=True,
+                                        help_text="Memories in the mind (current, not in "
+                                                  "the trash).")
+    unverified = serializers.IntegerField(source="unverified_count", read_only=True,
+                                          help_text="Memories waiting for a human to verify "
+                                                    "them (the queue).")
+    keys = serializers.IntegerField(source="key_count", read_only=True,
+                                    help_text="Keys neither revoked nor expired.")
+    created_at = TimestampField(read_only=True)
+    updated_at = TimestampField(read_only=True)
+
+    class Meta:
+        model = Mind
+        fields = ["id", "name", "unverified_in_recall", "memories", "unverified", "keys",
+                  "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+class MindCreateSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=200, validators=[validate_name])
+    unverified_in_recall = serializers.ChoiceField(
+        choices=Mind.UnverifiedInRecall.choices, default=Mind.UnverifiedInRecall.MARKED)
+
+
+class MindUpdateSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=200, required=False, validators=[validate_name])
+    unverified_in_recall = serializers.ChoiceField(
+        choices=Mind.UnverifiedInRecall.choices, required=False,
+        help_text="marked: unverified memories appear in recall marked [unverified]; "
+                  "hidden: they stay out of recall until a human verifies them.")
+
+    def validate(self, attrs):
+        if not attrs:
+            raise serializers.ValidationError("Send at least one field to change.")
+        return attrs
+
+
+class MindDeleteSerializer(StrictSerializer):
+    confirm = serializers.CharField(
+        max_length=200, trim_whitespace=False,
+        help_text="The mind's name, exactly: deleting removes every memory, version, key "
+                  "and audit event of the mind.")
+
+
+# -- Mind Keys ----------------------------------------------------------------------------
+
+class MindKeySerializer(serializers.ModelSerializer):
+    mind_id = serializers.CharField(read_only=True)
+    created_at = TimestampField(read_only=True)
+    last_used_at = TimestampField(read_only=True)
+    expires_at = TimestampField(read_only=True)
+    revoked_at = TimestampField(read_only=True)
+    revoked = serializers.BooleanField(source="is_revoked", read_only=True)
+
+    class Meta:
+        model = MindKey
+        fields = ["id", "mind_id", "name", "last4", "scope", "created_at", "last_used_at",
+                  "expires_at", "revoked", "revoked_at"]
+        read_only_fields = fields
+
+
+class IssuedMindKeySerializer(MindKeySerializer):
+    key = serializers.CharField(read_only=True, help_text="The key itself (mk_…): shown this "
+                                "once, stored only as a hash.")
+
+    class Meta(MindKeySerializer.Meta):
+        fields = ["id", "key", *MindKeySerializer.Meta.fields[1:]]
+        read_only_fields = fields
+
+
+class MindKeyCreateSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=200, validators=[validate_name])
+    scope = serializers.ChoiceField(choices=MindKey.Scope.choices, default=MindKey.Scope.WRITE)
+    expires_at = TimestampField(required=False, allow_null=True, default=None)
+
+    def validate_expires_at(self, value):
+        if value is not None and value <= timezone.now():
+            raise serializers.ValidationError("The expiry must be in the future.")
+        return value
