@@ -1,0 +1,97 @@
+"""Web UI forms for memories: browser filters, the memory editor, bulk verification."""
+
+from django import forms
+
+from memories.models import Category, Priority
+
+_ANY = [("", "Any")]
+
+
+class MemoryFilterForm(forms.Form):
+    """Query parameters of the memory browser; invalid values are ignored, never a 500."""
+
+    q = forms.CharField(required=False, max_length=500, strip=True,
+                        widget=forms.SearchInput(attrs={"placeholder": "Search memories…",
+                                                        "aria-label": "Search"}))
+    category = forms.ChoiceField(required=False, choices=_ANY + list(Category.choices))
+    tag = forms.CharField(required=False, max_length=50, strip=True,
+                          widget=forms.TextInput(attrs={"placeholder": "any tag"}))
+    priority = forms.ChoiceField(required=False, choices=_ANY + list(Priority.choices))
+    verified = forms.ChoiceField(required=False, choices=_ANY + [("yes", "Verified"),
+                                                                 ("no", "Unverified")])
+
+    def clean_tag(self) -> str:
+        return self.cleaned_data["tag"].lower()
+
+
+class TagsField(forms.CharField):
+    """Tags typed as one comma-separated line."""
+
+    def to_python(self, value) -> list[str]:
+        text = super().to_python(value) or ""
+        return [tag.strip() for tag in text.split(",") if tag.strip()]
+
+    def prepare_value(self, value) -> str:
+        if isinstance(value, list | tuple):
+            return ", ".join(value)
+        return value or ""
+
+    def validate(self, value: list[str]) -> None:
+        if len(value) > 20:
+            raise forms.ValidationError("At most 20 tags.")
+        too_long = [tag for tag in value if len(tag) > 50]
+        if too_long:
+            raise forms.ValidationError(f"Tags are at most 50 characters: {too_long[0][:60]}…")
+
+
+class MemoryForm(forms.Form):
+    """A memory as a human writes it (create or edit); the service sets provenance."""
+
+    category = forms.ChoiceField(choices=Category.choices)
+    key = forms.RegexField(
+        regex=r"^\S(.*\S)?$", max_length=200, required=False,
+        help_text="Stable identifier within the category, e.g. preference_communication. "
+                  "Left empty, one is derived from the content.",
+        error_messages={"invalid": "The key cannot start or end with spaces."})
+    content = forms.CharField(max_length=50_000, strip=False,
+                              widget=forms.Textarea(attrs={"rows": 8}))
+    tags = TagsField(required=False, help_text="Comma-separated, e.g. person, identity.")
+    priority = forms.ChoiceField(choices=Priority.choices, initial=Priority.NORMAL)
+    confidence = forms.FloatField(min_value=0.0, max_value=1.0, initial=1.0,
+                                  widget=forms.NumberInput(attrs={"step": "0.05"}))
+    expires_at = forms.DateTimeField(
+        required=False, help_text="UTC. After it the memory leaves recall but is kept.",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"},
+                                   format="%Y-%m-%dT%H:%M"),
+        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"])
+
+    def clean_content(self) -> str:
+        content = self.cleaned_data["content"]
+        if not content.strip():
+            raise forms.ValidationError("Content cannot be empty.")
+        return content
+
+
+class MemoryIdsField(forms.Field):
+    """A list of memory ids from checkboxes named alike."""
+
+    widget = forms.MultipleHiddenInput
+    default_error_messages = {"required": "Select at least one memory first."}
+
+    def to_python(self, value) -> list[str]:
+        return [item for item in (value or []) if isinstance(item, str) and item]
+
+    def validate(self, value: list[str]) -> None:
+        super().validate(value)
+        if len(value) > 1000:
+            raise forms.ValidationError("Select at most 1000 memories at once.")
+
+
+class SelectionForm(forms.Form):
+    """A checkbox selection of memories (bulk verify); the view scopes ids to the mind."""
+
+    ids = MemoryIdsField()
+
+
+class RevertForm(forms.Form):
+    version = forms.IntegerField(min_value=1)

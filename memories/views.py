@@ -1,0 +1,468 @@
+"""Web UI for memories: browser, verification queue, memory page with diffs, trash, stats."""
+
+import re
+from dataclasses import dataclass, field
+from datetime import timedelta
+from difflib import SequenceMatcher
+
+from django.contrib import messages
+from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.core.paginator import Paginator
+from django.db.models import Count, F, Q
+from django.db.models.functions import TruncDate
+from django.http import Http404
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from memories.forms import MemoryFilterForm, MemoryForm, RevertForm, SelectionForm
+from memories.models import (
+    VERSIONED_FIELDS,
+    Category,
+    Memory,
+    MemoryVersion,
+    Priority,
+    Source,
+)
+from memories.recall import display_content
+from memories.services import (
+    MemoryConflict,
+    memory_delete,
+    memory_restore,
+    memory_revert,
+    memory_set_verified,
+    memory_store,
+    memory_update,
+)
+from minds.views import MindView
+
+PAGE_SIZE = 25
+QUEUE_PAGE_SIZE = 50
+RECENTLY_VERIFIED = timedelta(hours=24)
+
+
+def listed(memories) -> list[Memory]:
+    """Memories as lists show them: credentials content replaced by the redaction."""
+    rows = list(memories)
+    for memory in rows:
+        memory.shown_content = display_content(memory)
+    return rows
+
+
+class MemoryPageView(MindView):
+    """A page of one mind that may act on one of its memories."""
+
+    def memories(self):
+        return Memory.objects.for_mind(self.mind).defer("search_vector", "embedding")
+
+    def get_memory(self, memory_id: str) -> Memory:
+        """A memory of this mind, in the trash or not; any other id is a 404."""
+        memory = self.memories().select_related("verified_by").filter(pk=memory_id).first()
+        if memory is None:
+            raise Http404("No such memory.")
+        return memory
+
+    def back(self, fallback: str):
+        """Redirect to the page the form came from (same site only), else ``fallback``."""
+        target = self.request.POST.get("next", "")
+        if target and url_has_allowed_host_and_scheme(
+                target, allowed_hosts={self.request.get_host()},
+                require_https=self.request.is_secure()):
+            return redirect(target)
+        return redirect(fallback)
+
+
+class MemoryBrowserView(MemoryPageView):
+    """Current memories of a mind: full-text search, filters, pagination."""
+
+    tab = "memories"
+
+    def get(self, request, mind_id):
+        form = MemoryFilterForm(request.GET)
+        filters = form.cleaned_data if form.is_valid() else {}
+        memories = self.memories().current()
+        if filters.get("category"):
+            memories = memories.filter(category=filters["category"])
+        if filters.get("priority"):
+            memories = memories.filter(priority=filters["priority"])
+        if filters.get("tag"):
+            memories = memories.filter(tags__contains=[filters["tag"]])
+        if filters.get("verified"):
+            memories = memories.filter(verified=filters["verified"] == "yes")
+        query = filters.get("q", "")
+        if query:
+            tsquery = SearchQuery(query, search_type="websearch", config="english")
+            memories = (memories.filter(search_vector=tsquery)
+                        .annotate(rank=SearchRank(F("search_vector"), tsquery))
+                        .order_by("-rank", "-updated_at", "id"))
+        else:
+            memories = memories.order_by("-updated_at", "id")
+        page = Paginator(memories, PAGE_SIZE).get_page(request.GET.get("page"))
+        page.object_list = listed(page.object_list)
+        active = {name: value for name, value in filters.items() if value}
+        params = request.GET.copy()
+        params.pop("page", None)
+        return self.render("memories/browser.html", {
+            "form": form, "page": page, "filtered": bool(active), "query": query,
+            "total": self.memories().current().count() if active else page.paginator.count,
+            "page_query": params.urlencode(), "now": timezone.now(),
+        })
+
+
+class MemoryCreateView(MemoryPageView):
+    """A human writes a memory (stored as source=user, verified)."""
+
+    tab = "memories"
+
+    def get(self, request, mind_id, form=None):
+        return self.render("memories/memory_form.html", {
+            "form": form or MemoryForm(), "creating": True,
+        }, status=400 if form is not None else 200)
+
+    def post(self, request, mind_id):
+        form = MemoryForm(request.POST)
+        if not form.is_valid():
+            return self.get(request, mind_id, form=form)
+        data = form.cleaned_data
+        result = memory_store(mind=self.mind, actor=request.user, category=data["category"],
+                              key=data["key"] or None, content=data["content"],
+                              tags=data["tags"], priority=data["priority"],
+                              confidence=data["confidence"], expires_at=data["expires_at"],
+                              expires_given=True)
+        verb = {"stored": "Stored", "updated": "Updated the existing",
+                "unchanged": "Nothing new in"}[result.status]
+        messages.success(request, f"{verb} memory {result.memory.category}/{result.memory.key}.")
+        return redirect("ui:memory", mind_id=self.mind.id, memory_id=result.memory.id)
+
+
+class QueueView(MemoryPageView):
+    """The verification queue: unverified memories in recall, oldest first."""
+
+    tab = "queue"
+
+    def get(self, request, mind_id, form=None):
+        pending = (self.memories().in_recall().filter(verified=False)
+                   .order_by("created_at", "id"))
+        page = Paginator(pending, QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
+        page.object_list = listed(page.object_list)
+        # Just verified agent memories stay in reach, so a hasty verify can be undone here.
+        recent = (self.memories().current().filter(
+            verified=True, verified_at__gte=timezone.now() - RECENTLY_VERIFIED)
+            .exclude(source=Source.USER).order_by("-verified_at")[:5])
+        return self.render("memories/queue.html", {
+            "page": page, "form": form, "recently_verified": listed(recent),
+        }, status=400 if form is not None else 200)
+
+
+class BulkVerifyView(QueueView):
+    def post(self, request, mind_id):
+        form = SelectionForm(request.POST)
+        if not form.is_valid():
+            return self.get(request, mind_id, form=form)
+        selected = self.memories().alive().filter(pk__in=form.cleaned_data["ids"],
+                                                  verified=False)
+        verified = 0
+        for memory in selected:
+            memory_set_verified(memory=memory, user=request.user, verified=True)
+            verified += 1
+        messages.success(request, f"Verified {verified} memor{'y' if verified == 1 else 'ies'}.")
+        return self.back(reverse("ui:queue", kwargs={"mind_id": self.mind.id}))
+
+
+@dataclass
+class DiffLine:
+    kind: str  # "same", "del", "ins" or "gap"
+    parts: list[tuple[str, str]] = field(default_factory=list)  # (kind, text) pieces
+    skipped: int = 0
+
+
+_TOKENS = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
+CONTEXT_LINES = 3
+
+
+def _word_diff(old: str, new: str) -> tuple[DiffLine, DiffLine]:
+    """One changed line as a deleted and an inserted line, changed words marked."""
+    a, b = _TOKENS.findall(old), _TOKENS.findall(new)
+    removed, added = DiffLine("del"), DiffLine("ins")
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            removed.parts.append(("same", "".join(a[i1:i2])))
+            added.parts.append(("same", "".join(b[j1:j2])))
+            continue
+        if i2 > i1:
+            removed.parts.append(("del", "".join(a[i1:i2])))
+        if j2 > j1:
+            added.parts.append(("ins", "".join(b[j1:j2])))
+    return removed, added
+
+
+def content_diff(old: str, new: str) -> list[DiffLine]:
+    """A line diff of two texts, words marked within changed lines, long unchanged runs
+    folded. Plain text pieces only: the template escapes them."""
+    a, b = old.splitlines(), new.splitlines()
+    lines: list[DiffLine] = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            lines += [DiffLine("same", [("same", line)]) for line in a[i1:i2]]
+        elif tag == "replace" and i2 - i1 == j2 - j1:
+            for old_line, new_line in zip(a[i1:i2], b[j1:j2], strict=True):
+                lines += _word_diff(old_line, new_line)
+        else:
+            lines += [DiffLine("del", [("del", line)]) for line in a[i1:i2]]
+            lines += [DiffLine("ins", [("ins", line)]) for line in b[j1:j2]]
+    return _fold(lines)
+
+
+def _fold(lines: list[DiffLine]) -> list[DiffLine]:
+    near_change = set()
+    for index, line in enumerate(lines):
+        if line.kind != "same":
+            near_change.update(range(index - CONTEXT_LINES, index + CONTEXT_LINES + 1))
+    folded: list[DiffLine] = []
+    for index, line in enumerate(lines):
+        if line.kind != "same" or index in near_change:
+            folded.append(line)
+        elif folded and folded[-1].kind == "gap":
+            folded[-1].skipped += 1
+        else:
+            folded.append(DiffLine("gap", skipped=1))
+    return folded
+
+
+def field_changes(old: MemoryVersion, new: MemoryVersion) -> list[tuple[str, str, str]]:
+    """(field, before, after) for every versioned field other than content that differs."""
+    changes = []
+    for name in VERSIONED_FIELDS:
+        if name == "content":
+            continue
+        before, after = getattr(old, name), getattr(new, name)
+        if before != after:
+            changes.append((name, _shown(before), _shown(after)))
+    return changes
+
+
+def _shown(value) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, list):
+        return ", ".join(value) or "—"
+    if hasattr(value, "strftime"):
+        return value.strftime("%Y-%m-%d %H:%M UTC")
+    return str(value)
+
+
+class MemoryDetailView(MemoryPageView):
+    """One memory: metadata, plaintext content, versions and a diff between two of them."""
+
+    tab = "memories"
+
+    def get(self, request, mind_id, memory_id):
+        memory = self.get_memory(memory_id)
+        versions = list(memory.versions.order_by("-version"))
+        by_number = {version.version: version for version in versions}
+        newest = memory.version if memory.version in by_number else max(by_number, default=0)
+        to_version = _int(request.GET.get("to"), newest)
+        from_version = _int(request.GET.get("from"), to_version - 1)
+        diff = None
+        if from_version in by_number and to_version in by_number and from_version != to_version:
+            old, new = by_number[from_version], by_number[to_version]
+            diff = {"old": old, "new": new, "lines": content_diff(old.content, new.content),
+                    "fields": field_changes(old, new)}
+        now = timezone.now()
+        return self.render("memories/memory_detail.html", {
+            "memory": memory, "versions": versions, "diff": diff,
+            "from_version": from_version, "to_version": to_version,
+            "expired": memory.expires_at is not None and memory.expires_at <= now,
+            "superseded_by": (self.memories().filter(pk=memory.superseded_by_id).first()
+                              if memory.superseded_by_id else None),
+        })
+
+
+def _int(raw, default: int) -> int:
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        return default
+
+
+class MemoryEditView(MemoryPageView):
+    tab = "memories"
+
+    def get(self, request, mind_id, memory_id, form=None):
+        memory = self.get_memory(memory_id)
+        if memory.deleted_at is not None:
+            messages.error(request, "This memory is in the trash; restore it to edit it.")
+            return redirect("ui:memory", mind_id=self.mind.id, memory_id=memory.id)
+        form = form or MemoryForm(initial={
+            name: getattr(memory, name) for name in
+            ("category", "key", "content", "tags", "priority", "confidence", "expires_at")})
+        return self.render("memories/memory_form.html", {
+            "form": form, "memory": memory, "next": request.GET.get("next", ""),
+        }, status=400 if form.errors else 200)
+
+    def post(self, request, mind_id, memory_id):
+        memory = self.get_memory(memory_id)
+        form = MemoryForm(request.POST)
+        if not form.is_valid():
+            return self.get(request, mind_id, memory_id, form=form)
+        data = dict(form.cleaned_data)
+        data["key"] = data["key"] or memory.key
+        try:
+            memory, changed = memory_update(memory=memory, actor=request.user, **data)
+        except MemoryConflict as conflict:
+            form.add_error("key", str(conflict))
+            return self.get(request, mind_id, memory_id, form=form)
+        if changed:
+            messages.success(request, f"Saved version {memory.version}.")
+        else:
+            messages.info(request, "Nothing changed.")
+        return self.back(reverse("ui:memory", kwargs={"mind_id": self.mind.id,
+                                                      "memory_id": memory.id}))
+
+
+class MemoryActionView(MemoryPageView):
+    """POST-only actions on one memory: verify, unverify, delete, restore, revert."""
+
+    def post(self, request, mind_id, memory_id, action):
+        memory = self.get_memory(memory_id)
+        here = reverse("ui:memory", kwargs={"mind_id": self.mind.id, "memory_id": memory.id})
+        label = f"{memory.category}/{memory.key}"
+        if action in ("verify", "unverify"):
+            memory_set_verified(memory=memory, user=request.user, verified=action == "verify")
+            messages.success(request, f"{'Verified' if action == 'verify' else 'Unverified'} "
+                                      f"{label}.")
+        elif action == "delete":
+            memory_delete(memory=memory, actor=request.user)
+            messages.success(request, f"Moved {label} to the trash.")
+        elif action == "restore":
+            try:
+                memory_restore(memory=memory, actor=request.user)
+            except MemoryConflict:
+                taken = (self.memories().alive().exclude(pk=memory.pk)
+                         .filter(category=memory.category, key=memory.key).first())
+                messages.error(request, f"Cannot restore {label}: the key was reused by "
+                                        "another memory while this one was in the trash. "
+                                        "Rename or delete that one first.",
+                               extra_tags=f"conflict {taken.id if taken else ''}")
+                return self.back(here)
+            messages.success(request, f"Restored {label}.")
+        elif action == "revert":
+            return self._revert(memory, here)
+        else:
+            raise Http404("No such action.")
+        return self.back(here)
+
+    def _revert(self, memory: Memory, here: str):
+        form = RevertForm(self.request.POST)
+        if not form.is_valid():
+            messages.error(self.request, "Choose a version to revert to.")
+            return redirect(here)
+        version = form.cleaned_data["version"]
+        try:
+            reverted = memory_revert(memory=memory, actor=self.request.user, version=version)
+        except MemoryVersion.DoesNotExist:
+            messages.error(self.request, f"There is no version {version}.")
+        except MemoryConflict as conflict:
+            messages.error(self.request, str(conflict))
+        else:
+            messages.success(self.request, f"Reverted to version {version}; that is now "
+                                           f"version {reverted.version}.")
+        return redirect(here)
+
+
+class TrashView(MemoryPageView):
+    tab = "trash"
+
+    def get(self, request, mind_id):
+        trashed = self.memories().in_trash().order_by("-deleted_at", "id")
+        page = Paginator(trashed, PAGE_SIZE).get_page(request.GET.get("page"))
+        page.object_list = listed(page.object_list)
+        return self.render("memories/trash.html", {"page": page})
+
+
+# -- Statistics: charts drawn as SVG on the server ---------------------------------------
+
+CHART_WIDTH = 640
+BAR_HEIGHT = 26
+LABEL_WIDTH = 110
+TIMELINE_DAYS = 30
+
+
+def bar_chart(counts: dict[str, int]) -> dict:
+    """Geometry of a horizontal bar chart: one row per label, in the given order."""
+    top = max(counts.values(), default=0) or 1
+    plot = CHART_WIDTH - LABEL_WIDTH - 50
+    bars = []
+    for row, (label, value) in enumerate(counts.items()):
+        width = round(plot * value / top, 1)
+        bars.append({"label": label, "value": value, "y": row * BAR_HEIGHT,
+                     "width": max(width, 2 if value else 0), "value_x": LABEL_WIDTH + width + 6})
+    return {"bars": bars, "height": len(bars) * BAR_HEIGHT, "width": CHART_WIDTH,
+            "label_width": LABEL_WIDTH, "total": sum(counts.values())}
+
+
+def timeline_chart(daily: dict, start, days: int, before: int) -> dict:
+    """Geometry of a line chart: memories in the mind at the end of each of ``days`` days."""
+    height, left, bottom, top_pad = 200, 44, 24, 10
+    plot_w, plot_h = CHART_WIDTH - left - 10, height - bottom - top_pad
+    running, points = before, []
+    for offset in range(days):
+        day = start + timedelta(days=offset)
+        running += daily.get(day, 0)
+        points.append((day, running, daily.get(day, 0)))
+    peak = max((total for _day, total, _added in points), default=0)
+    scale = _nice_ceiling(peak)
+    step = plot_w / max(days - 1, 1)
+
+    def y_of(value: int) -> float:
+        return round(top_pad + plot_h - plot_h * value / scale, 1)
+
+    coords = [(round(left + index * step, 1), y_of(total))
+              for index, (_day, total, _added) in enumerate(points)]
+    line = " ".join(f"{x},{y}" for x, y in coords)
+    area = f"{left},{y_of(0)} {line} {coords[-1][0]},{y_of(0)}" if coords else ""
+    ticks = [{"y": y_of(value), "label": value} for value in (0, scale // 2, scale)]
+    labels = [{"x": coords[index][0], "label": points[index][0].strftime("%b %-d"),
+               "anchor": anchor}
+              for index, anchor in ((0, "start"), (days // 2, "middle"), (days - 1, "end"))]
+    dots = [{"x": x, "y": y, "day": day, "total": total, "added": added}
+            for (x, y), (day, total, added) in zip(coords, points, strict=True)]
+    return {"width": CHART_WIDTH, "height": height, "left": left, "right": CHART_WIDTH - 10,
+            "line": line, "area": area, "ticks": ticks, "labels": labels, "dots": dots,
+            "added": sum(added for _day, _total, added in points), "now": running}
+
+
+def _nice_ceiling(value: int) -> int:
+    """The smallest of 2, 4, 10, 20, 40, 100… at or above ``value`` (even, so halves are whole)."""
+    ceiling = 2
+    while ceiling < value:
+        ceiling = ceiling * 5 // 2 if str(ceiling).startswith("4") else ceiling * 2
+    return ceiling
+
+
+class StatsView(MemoryPageView):
+    tab = "stats"
+
+    def get(self, request, mind_id):
+        now = timezone.now()
+        current = self.memories().current()
+        by_category = dict(current.values_list("category").annotate(n=Count("id")))
+        by_priority = dict(current.values_list("priority").annotate(n=Count("id")))
+        totals = current.aggregate(
+            total=Count("id"), verified=Count("id", filter=Q(verified=True)),
+            expired=Count("id", filter=Q(expires_at__lte=now)))
+        start = (now - timedelta(days=TIMELINE_DAYS - 1)).date()
+        daily = dict(current.filter(created_at__date__gte=start)
+                     .annotate(day=TruncDate("created_at")).values_list("day")
+                     .annotate(n=Count("id")))
+        before = current.filter(created_at__date__lt=start).count()
+        return self.render("memories/stats.html", {
+            "totals": totals,
+            "unverified": totals["total"] - totals["verified"],
+            "trash": self.memories().in_trash().count(),
+            "by_category": bar_chart({c: by_category.get(c, 0) for c in Category.values}),
+            "by_priority": bar_chart({p: by_priority.get(p, 0)
+                                      for p in reversed(Priority.values)}),
+            "timeline": timeline_chart(daily, start, TIMELINE_DAYS, before),
+        })

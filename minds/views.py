@@ -1,0 +1,149 @@
+"""Web UI for minds: the minds list, Mind Keys, settings; and the mind scoping every page uses."""
+
+from django.contrib import messages
+from django.contrib.auth.mixins import LoginRequiredMixin
+from django.db.models import Count, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.functional import cached_property
+from django.views import View
+
+from memories.models import Memory
+from minds.forms import KeyForm, MindDeleteForm, MindForm, MindSettingsForm
+from minds.models import Mind, MindKey
+from minds.services import key_issue, key_revoke, mind_create, mind_delete, mind_update
+
+
+class SignedInView(LoginRequiredMixin, View):
+    """A page for a signed-in human; a missing object is an HTML 404 page.
+
+    (The project's handler404 answers JSON for the API, so UI pages render their own.)
+    """
+
+    def dispatch(self, request, *args, **kwargs):
+        try:
+            return super().dispatch(request, *args, **kwargs)
+        except Http404:
+            return render(request, "not_found.html", status=404)
+
+
+class MindView(SignedInView):
+    """A page about one mind of the signed-in human; another user's mind is a 404."""
+
+    tab = ""
+
+    @cached_property
+    def mind(self) -> Mind:
+        return get_object_or_404(Mind.objects.owned_by(self.request.user),
+                                 pk=self.kwargs["mind_id"])
+
+    def render(self, template: str, context: dict | None = None, status: int = 200):
+        queue = (Memory.objects.for_mind(self.mind).in_recall().filter(verified=False).count())
+        return render(self.request, template,
+                      {"mind": self.mind, "tab": self.tab, "queue_count": queue,
+                       "now": timezone.now(), **(context or {})}, status=status)
+
+
+def _count(queryset) -> Coalesce:
+    """A correlated COUNT(*) over ``queryset`` (filtered on OuterRef), as an annotation."""
+    counted = queryset.order_by().values("mind").annotate(n=Count("*")).values("n")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
+class MindListView(SignedInView):
+    """The signed-in human's minds with their counts, and a form to create one."""
+
+    def get(self, request, form: MindForm | None = None):
+        current = Memory.objects.filter(mind=OuterRef("pk")).current()
+        minds = (Mind.objects.owned_by(request.user).annotate(
+            memory_count=_count(current),
+            unverified_count=_count(current.unexpired().filter(verified=False)),
+            key_count=_count(MindKey.objects.filter(mind=OuterRef("pk")).usable()),
+        ).order_by("name", "created_at"))
+        return render(request, "minds/mind_list.html",
+                      {"minds": minds, "form": form or MindForm()},
+                      status=400 if form is not None else 200)
+
+    def post(self, request):
+        form = MindForm(request.POST)
+        if not form.is_valid():
+            return self.get(request, form=form)
+        mind = mind_create(owner=request.user, name=form.cleaned_data["name"])
+        messages.success(request, f"Created {mind.name}. Give an agent a key to start "
+                                  "filling it.")
+        return redirect("ui:keys", mind_id=mind.id)
+
+
+class KeysView(MindView):
+    """Mind Keys: the list, a form to issue one (shown once), revoke."""
+
+    tab = "keys"
+
+    def get(self, request, mind_id, form: KeyForm | None = None, new_key=None,
+            plaintext: str = ""):
+        keys = self.mind.keys.select_related("created_by").order_by("revoked_at", "-created_at")
+        return self.render("minds/keys.html", {
+            "keys": keys, "form": form or KeyForm(), "new_key": new_key,
+            "plaintext": plaintext, "api_base": request.build_absolute_uri("/").rstrip("/"),
+        }, status=400 if form is not None and form.errors else 200)
+
+    def post(self, request, mind_id):
+        form = KeyForm(request.POST)
+        if not form.is_valid():
+            return self.get(request, mind_id, form=form)
+        key, plaintext = key_issue(mind=self.mind, created_by=request.user, **form.cleaned_data)
+        # Rendered in this response, never stored or redirected: the plaintext exists once.
+        return self.get(request, mind_id, new_key=key, plaintext=plaintext)
+
+
+class KeyRevokeView(MindView):
+    def post(self, request, mind_id, key_id):
+        key = get_object_or_404(self.mind.keys, pk=key_id)
+        if key.is_revoked:
+            messages.info(request, f"{key.name} (…{key.last4}) was already revoked.")
+        else:
+            key_revoke(key=key, actor=request.user)
+            messages.success(request, f"Revoked {key.name} (…{key.last4}). Its next request "
+                                      "will be refused.")
+        return redirect("ui:keys", mind_id=self.mind.id)
+
+
+class MindSettingsView(MindView):
+    """Rename, recall policy for unverified memories, and deleting the mind."""
+
+    tab = "settings"
+
+    def get(self, request, mind_id, form=None, delete_form=None):
+        form = form or MindSettingsForm(initial={
+            "name": self.mind.name, "unverified_in_recall": self.mind.unverified_in_recall})
+        invalid = bool((form and form.errors) or (delete_form and delete_form.errors))
+        return self.render("minds/settings.html", {
+            "form": form, "delete_form": delete_form or MindDeleteForm(mind=self.mind),
+        }, status=400 if invalid else 200)
+
+    def post(self, request, mind_id):
+        form = MindSettingsForm(request.POST)
+        if not form.is_valid():
+            return self.get(request, mind_id, form=form)
+        changed = {name: value for name, value in form.cleaned_data.items()
+                   if getattr(self.mind, name) != value}
+        if changed:
+            mind_update(mind=self.mind, actor=request.user, **changed)
+            messages.success(request, "Settings saved.")
+        else:
+            messages.info(request, "Nothing changed.")
+        return redirect("ui:settings", mind_id=self.mind.id)
+
+
+class MindDeleteView(MindSettingsView):
+    def post(self, request, mind_id):
+        delete_form = MindDeleteForm(request.POST, mind=self.mind)
+        if not delete_form.is_valid():
+            return self.get(request, mind_id, delete_form=delete_form)
+        name = self.mind.name
+        mind_delete(mind=self.mind, actor=request.user)
+        messages.success(request, f"Deleted {name} with all its memories and keys.")
+        return redirect(reverse("ui:minds"))

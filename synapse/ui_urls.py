@@ -1,0 +1,34 @@
+"""Web UI routes (``/ui/…``): server-rendered pages for the humans who own the minds."""
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from memories import views as memory_views
+from minds import views as mind_views
+
+app_name = "ui"
+
+mind = "minds/<str:mind_id>"
+memory = f"{mind}/memories/<str:memory_id>"
+
+urlpatterns = [
+    path("login", auth_views.LoginView.as_view(redirect_authenticated_user=True),
+         name="login"),
+    path("logout", auth_views.LogoutView.as_view(), name="logout"),
+    path("", mind_views.MindListView.as_view(), name="minds"),
+    path(f"{mind}/", memory_views.MemoryBrowserView.as_view(), name="browser"),
+    path(f"{mind}/memories/new", memory_views.MemoryCreateView.as_view(), name="memory-new"),
+    path(f"{mind}/queue", memory_views.QueueView.as_view(), name="queue"),
+    path(f"{mind}/queue/verify", memory_views.BulkVerifyView.as_view(), name="bulk-verify"),
+    path(f"{mind}/trash", memory_views.TrashView.as_view(), name="trash"),
+    path(f"{mind}/stats", memory_views.StatsView.as_view(), name="stats"),
+    path(f"{mind}/keys", mind_views.KeysView.as_view(), name="keys"),
+    path(f"{mind}/keys/<str:key_id>/revoke", mind_views.KeyRevokeView.as_view(),
+         name="key-revoke"),
+    path(f"{mind}/settings", mind_views.MindSettingsView.as_view(), name="settings"),
+    path(f"{mind}/delete", mind_views.MindDeleteView.as_view(), name="mind-delete"),
+    path(memory, memory_views.MemoryDetailView.as_view(), name="memory"),
+    path(f"{memory}/edit", memory_views.MemoryEditView.as_view(), name="memory-edit"),
+    path(f"{memory}/<str:action>", memory_views.MemoryActionView.as_view(),
+         name="memory-action"),
+]

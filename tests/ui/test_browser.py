@@ -1,0 +1,182 @@
+"""The web UI in headless Chromium against a live server: a person reviews an agent's work."""
+
+import re
+from datetime import timedelta
+
+import httpx
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from memories.models import Memory
+from minds.models import MindKey
+from tests.ui.conftest import sign_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def agent_memories(remember):
+    """What alice's agent wrote: three unverified memories, the one to find among them."""
+    staging = remember(category="project", key="staging_database", priority="high",
+                       tags=["infra", "postgres"],
+                       content="The staging database runs PostgreSQL 16 on port 5433.\n"
+                               "Backups run nightly at 02:00 UTC.")
+    remember(category="preference", key="answer_style", tags=["style"],
+             content="Prefers short answers with code first, explanation after.")
+    remember(category="mistake", key="friday_deploys", priority="critical",
+             content="Never deploy on a Friday afternoon: the rollback took all weekend.")
+    return staging
+
+
+def queue_cards(page):
+    return page.locator(".memory-list:not(.compact) article.memory")
+
+
+def test_a_person_reviews_an_agents_memory_from_search_to_restore(page, alice_mind,
+                                                                  agent_memories, screenshot):
+    staging = agent_memories
+    sign_in(page)
+    expect(page.get_by_role("heading", name="Your minds")).to_be_visible()
+    card = page.locator(".mind-card", has_text="Alice's Mind")
+    expect(card.locator(".counts")).to_contain_text("3")
+    screenshot(page, "minds-desktop")
+
+    # Find the agent's memory through full-text search.
+    card.get_by_role("link", name="Browse").click()
+    page.get_by_role("searchbox", name="Search").fill("staging postgres")
+    page.get_by_role("button", name="Search").click()
+    results = page.locator("article.memory")
+    expect(results).to_have_count(1)
+    expect(results.first).to_contain_text("staging_database")
+    expect(results.first.get_by_test_id("status")).to_have_text("unverified")
+    screenshot(page, "browser-search-desktop")
+
+    # The queue holds all three; verifying one shrinks it and flips the memory's status.
+    page.get_by_role("link", name=re.compile(r"^Queue")).click()
+    expect(queue_cards(page)).to_have_count(3)
+    expect(page.get_by_test_id("queue-count")).to_have_text("3")
+    screenshot(page, "queue-desktop")
+    staging_card = page.locator(f"article[data-memory-id='{staging.id}']").first
+    staging_card.get_by_role("button", name="Verify").click()
+    expect(page.locator(".flash-success")).to_contain_text("Verified project/staging_database")
+    expect(queue_cards(page)).to_have_count(2)
+    expect(page.get_by_test_id("queue-count")).to_have_text("2")
+    page.locator(".recent").get_by_role("link", name="staging_database").click()
+    expect(page.get_by_test_id("memory-badges").get_by_test_id("status")).to_have_text(
+        "verified")
+    expect(page.locator(".meta-list")).to_contain_text("by alice")
+    staging.refresh_from_db()
+    assert staging.verified and staging.verified_by.username == "alice"
+
+    # Edit: version 2 appears, with a readable diff against version 1.
+    page.get_by_role("link", name="Edit").click()
+    page.get_by_label("Content").fill("The staging database runs PostgreSQL 17 on port 5433.\n"
+                                      "Backups run nightly at 02:00 UTC.")
+    page.get_by_label("Tags").fill("infra, postgres, staging")
+    page.get_by_role("button", name="Save version 2").click()
+    expect(page.locator(".flash-success")).to_have_text("Saved version 2.")
+    expect(page.locator("tr[data-version='2']")).to_contain_text("current")
+    page.locator("tr[data-version='2']").get_by_role("link", name="Changes").click()
+    diff = page.get_by_test_id("diff")
+    expect(diff.locator(".diff-line.del del")).to_have_text("16")
+    expect(diff.locator(".diff-line.ins ins")).to_have_text("17")
+    expect(page.locator(".field-diff")).to_contain_text("staging")
+    screenshot(page, "memory-diff-desktop")
+
+    # Delete and restore.
+    page.get_by_role("button", name="Delete").click()
+    expect(page.get_by_test_id("memory-badges")).to_contain_text("in trash")
+    page.get_by_role("link", name="Trash").click()
+    trashed = page.locator(f"article[data-memory-id='{staging.id}']")
+    expect(trashed).to_be_visible()
+    screenshot(page, "trash-desktop")
+    trashed.get_by_role("button", name="Restore").click()
+    expect(page.locator(".flash-success")).to_contain_text("Restored project/staging_database")
+    expect(page.get_by_role("heading", name="The trash is empty")).to_be_visible()
+    staging.refresh_from_db()
+    assert staging.deleted_at is None and staging.version == 2
+
+
+def test_bulk_verify_empties_the_queue(page, alice_mind, agent_memories, screenshot):
+    sign_in(page)
+    page.goto(f"/ui/minds/{alice_mind.id}/queue")
+    verify_selected = page.get_by_role("button", name=re.compile("^Verify selected"))
+    expect(verify_selected).to_be_disabled()
+    page.get_by_label("Select all on this page").check()
+    expect(verify_selected).to_have_text("Verify selected (3)")
+    verify_selected.click()
+    expect(page.locator(".flash-success")).to_have_text("Verified 3 memories.")
+    expect(page.get_by_role("heading", name="All caught up")).to_be_visible()
+    expect(page.get_by_test_id("queue-count")).to_have_count(0)
+    assert not Memory.objects.for_mind(alice_mind).filter(verified=False).exists()
+
+
+def test_a_key_is_shown_once_works_and_stops_working_when_revoked(page, alice_mind,
+                                                                   live_server, screenshot):
+    sign_in(page)
+    page.goto(f"/ui/minds/{alice_mind.id}/keys")
+    page.get_by_label("Name").fill("ci agent")
+    page.get_by_label("Scope").select_option("read")
+    page.get_by_role("button", name="Create key").click()
+    shown = page.get_by_label("New Mind Key")
+    expect(shown).to_have_value(re.compile(r"^mk_"))
+    plaintext = shown.input_value()
+    page.get_by_role("button", name="Copy").click()
+    expect(page.get_by_role("button", name="Copied")).to_be_visible()
+    screenshot(page, "keys-desktop")
+
+    key = MindKey.objects.get(mind=alice_mind, name="ci agent")
+    assert key.scope == "read" and plaintext.endswith(key.last4)
+    recall = f"{live_server.url}/memory/recall"
+    headers = {"Authorization": f"Bearer {plaintext}"}
+    assert httpx.get(recall, headers=headers).status_code == 200
+
+    # The plaintext is gone on the next visit; revoking stops the key at once.
+    page.goto(f"/ui/minds/{alice_mind.id}/keys")
+    expect(page.get_by_label("New Mind Key")).to_have_count(0)
+    assert plaintext not in page.content()
+    row = page.locator(f"tr[data-key-id='{key.id}']")
+    row.get_by_role("button", name="Revoke").click()
+    expect(page.locator(".flash-success")).to_contain_text("Revoked ci agent")
+    expect(row).to_contain_text("revoked")
+    response = httpx.get(recall, headers=headers)
+    assert response.status_code == 401
+    assert response.json()["error"]["message"] == "This Mind Key has been revoked."
+
+
+def test_signing_out_ends_the_session(page, alice):
+    sign_in(page)
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url("**/ui/login")
+    page.goto("/ui/")
+    expect(page).to_have_url(re.compile(r"/ui/login\?next=/ui/$"))
+
+
+def test_main_pages_are_captured_on_desktop_and_phone(page, phone, alice_mind, agent_memories,
+                                                      remember, screenshot):
+    remember(category="credentials", key="deploy_token", content="ghp_secret_value_1234",
+             tags=["github"])
+    remember(category="identity", key="user_name", content="Alice Example", priority="critical",
+             expires_at=timezone.now() - timedelta(days=1))
+    mind = f"/ui/minds/{alice_mind.id}"
+    pages = {"minds": "/ui/", "browser": f"{mind}/", "queue": f"{mind}/queue",
+             "memory": f"{mind}/memories/{agent_memories.id}", "keys": f"{mind}/keys",
+             "stats": f"{mind}/stats", "settings": f"{mind}/settings",
+             "new-memory": f"{mind}/memories/new"}
+    for viewer, device in ((page, "desktop"), (phone, "phone")):
+        sign_in(viewer)
+        for name, url in pages.items():
+            viewer.goto(url)
+            expect(viewer.locator("main")).to_be_visible()
+            # Nothing spills sideways on a phone: the page is as wide as the screen.
+            width = viewer.evaluate("document.documentElement.scrollWidth")
+            assert width <= viewer.viewport_size["width"], f"{name} overflows on {device}"
+            if name == "browser":
+                # Credentials are redacted in lists.
+                expect(viewer.locator(".memory-content.redacted")).to_have_count(1)
+                assert "ghp_secret_value_1234" not in viewer.content()
+            screenshot(viewer, f"{name}-{device}")
+    phone.context.clear_cookies()
+    phone.goto("/ui/login")
+    screenshot(phone, "login-phone")
