@@ -1,0 +1,288 @@
+"""Verification: only humans verify (JWT or session with CSRF); the queue; ?mind= for humans."""
+
+from datetime import timedelta
+from urllib.parse import quote
+
+import pytest
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from memories.models import AuditEvent, Memory
+from tests.conftest import PASSWORD, jwt_client
+
+pytestmark = pytest.mark.django_db
+
+
+def snapshot(memory: Memory) -> tuple:
+    memory.refresh_from_db()
+    return (memory.verified, memory.verified_by_id, memory.verified_at, memory.version,
+            memory.updated_at, memory.content)
+
+
+# -- verify and unverify ------------------------------------------------------------------
+
+def test_a_human_verifies_a_memory_and_it_records_who_and_when(human, alice, alice_mind,
+                                                               remember):
+    memory = remember()
+    before = timezone.now()
+    response = human.post(f"/memory/{memory.id}/verify?mind={alice_mind.id}")
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["id"], body["verified"]) == (memory.id, True)
+    memory.refresh_from_db()
+    assert memory.verified and memory.verified_by == alice
+    assert memory.verified_at >= before
+    assert body["verified_at"] is not None
+    event = AuditEvent.objects.get(action="verify")
+    assert (event.actor_type, event.actor_id, event.memory_id) == ("user", str(alice.pk),
+                                                                   memory.id)
+
+
+def test_unverify_returns_the_memory_to_the_queue_and_is_audited(human, alice_mind, remember):
+    memory = remember()
+    human.post(f"/memory/{memory.id}/verify?mind={alice_mind.id}")
+    response = human.post(f"/memory/{memory.id}/unverify?mind={alice_mind.id}")
+    assert response.status_code == 200
+    assert response.json()["verified"] is False
+    memory.refresh_from_db()
+    assert (memory.verified, memory.verified_by, memory.verified_at) == (False, None, None)
+    assert AuditEvent.objects.filter(action="unverify", memory_id=memory.id).count() == 1
+    queue = human.get(f"/memory/unverified?mind={alice_mind.id}").json()
+    assert [item["id"] for item in queue["results"]] == [memory.id]
+
+
+def test_verifying_twice_changes_nothing_the_second_time(human, alice_mind, remember):
+    memory = remember()
+    human.post(f"/memory/{memory.id}/verify?mind={alice_mind.id}")
+    first = snapshot(memory)
+    assert human.post(f"/memory/{memory.id}/verify?mind={alice_mind.id}").status_code == 200
+    assert snapshot(memory) == first
+    assert AuditEvent.objects.filter(action="verify").count() == 1
+
+
+@pytest.mark.parametrize("action", ["verify", "unverify"])
+def test_a_mind_key_on_verify_is_403_and_the_row_is_unchanged(agent, reader, human,
+                                                              alice_mind, remember, action):
+    memory = remember()
+    if action == "unverify":
+        human.post(f"/memory/{memory.id}/verify?mind={alice_mind.id}")
+    before = snapshot(memory)
+    events = AuditEvent.objects.count()
+    for client in (agent, reader):
+        response = client.post(f"/memory/{memory.id}/{action}")
+        assert response.status_code == 403
+        assert response.json()["error"] == {
+            "status": 403, "code": "permission_denied",
+            "message": "Only a human may do this; Mind Keys cannot."}
+        # Naming the mind does not make a key a human.
+        assert client.post(f"/memory/{memory.id}/{action}?mind={alice_mind.id}"
+                           ).status_code == 403
+    assert snapshot(memory) == before
+    assert AuditEvent.objects.count() == events
+
+
+def test_a_mind_key_cannot_verify_through_the_memory_body_either(agent, remember):
+    memory = remember()
+    response = agent.put(f"/memory/{memory.id}", {"verified": True}, format="json")
+    assert response.status_code == 400
+    memory.refresh_from_db()
+    assert memory.verified is False
+
+
+def test_verify_without_credentials_is_401(remember):
+    memory = remember()
+    response = APIClient().post(f"/memory/{memory.id}/verify")
+    assert response.status_code == 401
+    assert "WWW-Authenticate" in response
+    memory.refresh_from_db()
+    assert memory.verified is False
+
+
+def test_a_session_verifies_with_the_csrf_token_and_not_without(alice, alice_mind, remember):
+    memory = remember()
+    client = APIClient(enforce_csrf_checks=True)
+    assert client.login(username="alice", password=PASSWORD)
+    refused = client.post(f"/memory/{memory.id}/verify?mind={alice_mind.id}")
+    assert refused.status_code == 403
+    assert "CSRF" in refused.json()["error"]["message"]
+    memory.refresh_from_db()
+    assert memory.verified is False
+    secret = "b" * 32
+    client.cookies["csrftoken"] = secret
+    accepted = client.post(f"/memory/{memory.id}/verify?mind={alice_mind.id}",
+                           HTTP_X_CSRFTOKEN=secret)
+    assert accepted.status_code == 200
+    memory.refresh_from_db()
+    assert memory.verified is True
+
+
+def test_a_human_must_name_the_mind(human, remember):
+    memory = remember()
+    response = human.post(f"/memory/{memory.id}/verify")
+    assert response.status_code == 400
+    assert "mind" in response.json()["error"]["fields"]
+
+
+def test_another_users_memory_is_404_and_unchanged(bob, bob_mind, alice_mind, remember):
+    memory = remember()
+    bob_client = jwt_client(bob)
+    before = snapshot(memory)
+    for path in (f"/memory/{memory.id}/verify?mind={alice_mind.id}",
+                 f"/memory/{memory.id}/verify?mind={bob_mind.id}",
+                 f"/memory/{memory.id}/unverify?mind={bob_mind.id}"):
+        response = bob_client.post(path)
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "not_found"
+    assert snapshot(memory) == before
+
+
+def test_a_memory_in_the_trash_cannot_be_verified(human, alice, alice_mind, remember):
+    from memories.services import memory_delete
+
+    memory = remember()
+    memory_delete(memory=memory, actor=alice)
+    assert human.post(f"/memory/{memory.id}/verify?mind={alice_mind.id}").status_code == 404
+
+
+def test_an_unknown_memory_is_404(human, alice_mind):
+    assert human.post(f"/memory/mem_nothere/verify?mind={alice_mind.id}").status_code == 404
+
+
+# -- the queue ----------------------------------------------------------------------------
+
+def test_the_queue_lists_unverified_memories_oldest_first(agent, human, alice_mind, remember):
+    now = timezone.now()
+    newest = remember(key="newest", content="newest")
+    oldest = remember(key="oldest", content="oldest")
+    middle = remember(key="middle", content="middle")
+    for age, memory in ((1, newest), (30, oldest), (10, middle)):
+        Memory.objects.filter(pk=memory.id).update(created_at=now - timedelta(minutes=age))
+    verified = remember(key="verified", content="verified")
+    human.post(f"/memory/{verified.id}/verify?mind={alice_mind.id}")
+    body = agent.get("/memory/unverified").json()
+    assert body["count"] == 3
+    assert [item["key"] for item in body["results"]] == ["oldest", "middle", "newest"]
+    assert all(item["verified"] is False for item in body["results"])
+
+
+def test_the_queue_leaves_out_expired_deleted_and_superseded_memories(agent, alice, remember):
+    from memories.services import memory_delete
+
+    waiting = remember(key="waiting", content="waiting")
+    expired = remember(key="expired", content="expired")
+    Memory.objects.filter(pk=expired.id).update(expires_at=timezone.now() - timedelta(hours=1))
+    memory_delete(memory=remember(key="deleted", content="deleted"), actor=alice)
+    superseded = remember(key="superseded", content="superseded")
+    Memory.objects.filter(pk=superseded.id).update(superseded_at=timezone.now())
+    body = agent.get("/memory/unverified").json()
+    assert [item["id"] for item in body["results"]] == [waiting.id]
+    assert body["count"] == 1
+
+
+def test_the_queue_pages_with_limit_and_offset(reader, remember):
+    for number in range(5):
+        remember(key=f"note_{number}", content=f"note {number}")
+    first = reader.get("/memory/unverified?limit=2").json()
+    assert (first["count"], len(first["results"]), first["limit"]) == (5, 2, 2)
+    rest = reader.get("/memory/unverified?limit=10&offset=2").json()
+    assert len(rest["results"]) == 3
+    assert {item["id"] for item in first["results"]}.isdisjoint(
+        {item["id"] for item in rest["results"]})
+
+
+@pytest.mark.parametrize("query, field", [("limit=0", "limit"), ("limit=501", "limit"),
+                                          ("limit=ten", "limit"), ("offset=-1", "offset"),
+                                          ("order=old", "order")])
+def test_the_queue_refuses_bad_parameters(agent, query, field):
+    response = agent.get(f"/memory/unverified?{query}")
+    assert response.status_code == 400
+    assert field in response.json()["error"]["fields"]
+
+
+def test_the_queue_shows_only_the_minds_own_memories(agent, bob_agent, remember):
+    remember(content="alice's")
+    bob_agent.post("/memory", {"category": "fact", "content": "bob's"}, format="json")
+    assert [item["content"] for item in agent.get("/memory/unverified").json()["results"]] == [
+        "alice's"]
+
+
+def test_the_queue_redacts_credentials(agent, remember):
+    remember(category="credentials", key="db_password", content="hunter2-secret")
+    body = agent.get("/memory/unverified").json()
+    assert "hunter2-secret" not in str(body)
+
+
+# -- a human acts on a mind with ?mind= -----------------------------------------------------
+
+STORE = {"category": "preference", "key": "tea", "content": "Prefers green tea"}
+
+
+def test_a_human_uses_every_core_route_with_mind(human, alice_mind):
+    mind = f"mind={alice_mind.id}"
+    stored = human.post(f"/memory?{mind}", STORE, format="json")
+    assert stored.status_code == 201
+    memory_id = stored.json()["id"]
+    memory = Memory.objects.get(pk=memory_id)
+    assert (memory.mind, memory.source, memory.verified, memory.confidence) == (
+        alice_mind, "user", True, 1.0)
+    assert human.get(f"/memory?{mind}").json()["count"] == 1
+    assert human.get(f"/memory/{memory_id}?{mind}").json()["content"] == "Prefers green tea"
+    updated = human.put(f"/memory/{memory_id}?{mind}", {"content": "Prefers oolong"},
+                        format="json")
+    assert (updated.status_code, updated.json()["version"]) == (200, 2)
+    assert "Prefers oolong" in human.get(f"/memory/recall?{mind}").content.decode()
+    health = human.get(f"/memory/health?{mind}").json()
+    assert health["mind"]["id"] == alice_mind.id
+    assert human.get(f"/memory/unverified?{mind}").json()["count"] == 0
+    assert human.delete(f"/memory/{memory_id}?{mind}").status_code == 200
+    assert Memory.objects.get(pk=memory_id).deleted_at is not None
+
+
+def test_a_human_naming_another_users_mind_gets_404_on_every_core_route(human, bob_mind,
+                                                                        bob_agent):
+    bob_memory_id = bob_agent.post("/memory", STORE, format="json").json()["id"]
+    mind = f"mind={bob_mind.id}"
+    responses = [
+        human.get(f"/memory?{mind}"),
+        human.post(f"/memory?{mind}", {**STORE, "content": "hijacked"}, format="json"),
+        human.get(f"/memory/{bob_memory_id}?{mind}"),
+        human.put(f"/memory/{bob_memory_id}?{mind}", {"content": "hijacked"}, format="json"),
+        human.delete(f"/memory/{bob_memory_id}?{mind}"),
+        human.get(f"/memory/recall?{mind}"),
+        human.get(f"/memory/health?{mind}"),
+        human.get(f"/memory/unverified?{mind}"),
+        human.post(f"/memory/{bob_memory_id}/verify?{mind}"),
+        human.post(f"/memory/{bob_memory_id}/unverify?{mind}"),
+    ]
+    for response in responses:
+        assert response.status_code == 404, response.request["PATH_INFO"]
+        assert response.json()["error"]["code"] == "not_found"
+    memory = Memory.objects.get(pk=bob_memory_id)
+    assert (memory.content, memory.version, memory.deleted_at, memory.verified) == (
+        "Prefers green tea", 1, None, False)
+    assert Memory.objects.count() == 1
+
+
+def test_a_human_naming_their_own_mind_cannot_reach_another_minds_memory(
+        human, alice_mind, bob_agent):
+    bob_memory_id = bob_agent.post("/memory", STORE, format="json").json()["id"]
+    mind = f"mind={alice_mind.id}"
+    for response in (human.get(f"/memory/{bob_memory_id}?{mind}"),
+                     human.put(f"/memory/{bob_memory_id}?{mind}", {"content": "x"},
+                               format="json"),
+                     human.delete(f"/memory/{bob_memory_id}?{mind}"),
+                     human.post(f"/memory/{bob_memory_id}/verify?{mind}")):
+        assert response.status_code == 404
+    assert Memory.objects.get(pk=bob_memory_id).content == "Prefers green tea"
+
+
+def test_a_human_without_mind_is_told_to_name_one(human):
+    for response in (human.get("/memory"), human.get("/memory/recall"),
+                     human.get("/memory/unverified"),
+                     human.post("/memory", STORE, format="json")):
+        assert response.status_code == 400
+        assert "mind" in response.json()["error"]["fields"]
+
+
+def test_a_mind_key_naming_another_mind_is_404(agent, bob_mind):
+    assert agent.get(f"/memory?mind={quote(bob_mind.id)}").status_code == 404
