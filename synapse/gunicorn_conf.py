@@ -1,18 +1,25 @@
 """gunicorn settings for Synapse (``gunicorn -c synapse/gunicorn_conf.py``).
 
-Access lines carry the path without the query string, so a ``?key=mk_…`` never reaches
-them; Django's LOGGING (with the redaction filter) also handles gunicorn's loggers.
+Workers are uvicorn's (ASGI): ``synapse.asgi`` serves ``/mcp`` beside Django, which runs
+on a pool of ``SYNAPSE_THREADS`` threads per worker (see synapse/asgi.py). uvicorn's own
+access log is off because its lines carry the query string (where a ``?key=mk_…`` or
+private search text may be); ``synapse.asgi`` logs one line per request with the path only,
+and Django's LOGGING (with the redaction filter) handles every logger.
 """
 
 import multiprocessing
 import os
 
+from uvicorn_worker import UvicornWorker
+
+
+class SynapseWorker(UvicornWorker):
+    CONFIG_KWARGS = {**UvicornWorker.CONFIG_KWARGS, "access_log": False, "lifespan": "on"}
+
+
 bind = os.environ.get("SYNAPSE_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("WEB_CONCURRENCY", max(2, multiprocessing.cpu_count())))
-threads = int(os.environ.get("SYNAPSE_THREADS", "4"))
-worker_class = "gthread"
+worker_class = "synapse.gunicorn_conf.SynapseWorker"
 timeout = 60
 graceful_timeout = 20
-accesslog = "-"
-access_log_format = '%(h)s "%(m)s %(U)s" %(s)s %(B)s %(M)sms'
-wsgi_app = "synapse.wsgi:application"
+wsgi_app = "synapse.asgi:application"

@@ -338,6 +338,8 @@ LOGGING = {
         "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "gunicorn.access": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "gunicorn.error": {"handlers": ["console"], "level": "INFO", "propagate": False},
-        "uvicorn.access": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # uvicorn's request lines carry the query string; synapse.asgi logs each request
+        # to "synapse.access" with the path only.
+        "uvicorn.access": {"handlers": ["console"], "level": "WARNING", "propagate": False},
     },
 }

@@ -1,0 +1,168 @@
+"""ASGI entry point: ``/mcp`` (MCP over streamable HTTP, Mind Key required) beside Django.
+
+Django runs as its WSGI application on a fixed pool of threads (a2wsgi): each thread keeps
+its database connection as under gunicorn's gthread workers, whereas Django's own ASGI
+handler starts a thread per request, under which persistent connections must be turned
+off (Django docs, "Persistent connections"). The MCP tools (synapse_client.tools, the same
+set ``synapse-mcp`` serves over stdio) reach the REST API in-process through
+``httpx.ASGITransport`` with the caller's own key, so ``/mcp`` obeys exactly the REST
+rules: the key's mind, its scope, rate limits and audit.
+
+``/mcp`` is stateless (one JSON answer per POST, no server-side session), so any worker
+of any process can answer any request.
+"""
+
+import asyncio
+import logging
+import os
+import time
+from contextlib import asynccontextmanager
+from urllib.parse import parse_qs
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synapse.settings")
+
+from synapse.wsgi import application as wsgi_application  # noqa: E402  (sets Django up)
+
+# isort: split
+import httpx  # noqa: E402
+from a2wsgi import WSGIMiddleware  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.db import DatabaseError, close_old_connections  # noqa: E402
+from django.http import HttpRequest  # noqa: E402
+from django.http.request import split_domain_port, validate_host  # noqa: E402
+from mcp.server.transport_security import TransportSecuritySettings  # noqa: E402
+from rest_framework.exceptions import AuthenticationFailed  # noqa: E402
+from rest_framework.request import Request  # noqa: E402
+from starlette.datastructures import Headers  # noqa: E402
+from starlette.responses import JSONResponse  # noqa: E402
+
+from minds.authentication import MindKeyAuthentication  # noqa: E402
+from synapse.api import error_body  # noqa: E402
+from synapse_client.rest import SynapseClient  # noqa: E402
+from synapse_client.tools import build_server  # noqa: E402
+
+MCP_PATH = "/mcp"
+access_log = logging.getLogger("synapse.access")
+logger = logging.getLogger("synapse.mcp")
+
+django_app = WSGIMiddleware(wsgi_application,
+                            workers=int(os.environ.get("SYNAPSE_THREADS", "4")))
+
+
+def _bearer_key(headers: Headers, query_string: bytes) -> str | None:
+    """The Mind Key presented: ``Authorization: Bearer mk_…`` or ``?key=mk_…``."""
+    parts = headers.get("authorization", "").split()
+    if len(parts) == 2 and parts[0].lower() == "bearer":
+        return parts[1]
+    keys = parse_qs(query_string.decode("latin-1")).get("key")
+    return keys[0] if keys else None
+
+
+def _key_problem(plaintext: str | None) -> tuple[int, str, str] | None:
+    """Django's own Mind Key authentication; (status, code, message) when it refuses."""
+    if not plaintext or not plaintext.startswith("mk_"):
+        return (401, "not_authenticated",
+                "A Mind Key is required: Authorization: Bearer mk_… (a key of the mind the "
+                "agent works on).")
+    # Run as one request would: stale connections are dropped before and after.
+    close_old_connections()
+    try:
+        request = HttpRequest()
+        request.META["HTTP_AUTHORIZATION"] = f"Bearer {plaintext}"
+        MindKeyAuthentication().authenticate(Request(request))
+    except AuthenticationFailed as error:
+        return 401, "authentication_failed", str(error.detail)
+    except DatabaseError:
+        logger.exception("database unavailable while checking a Mind Key")
+        return 503, "unavailable", "The database is unavailable; try again shortly."
+    finally:
+        close_old_connections()
+    return None
+
+
+def _refusal(status: int, code: str, message: str) -> JSONResponse:
+    headers = {"Cache-Control": "no-store"}
+    if status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="synapse"'
+    if status == 503:
+        headers["Retry-After"] = "5"
+    return JSONResponse(error_body(status, code, message), status_code=status, headers=headers)
+
+
+@asynccontextmanager
+async def client_for_call(ctx):
+    """A REST client for one tool call: the caller's key, host and address, in-process."""
+    request = ctx.request_context.request
+    headers = request.headers
+    key = _bearer_key(headers, b"") or ""
+    forwarded = {name: headers[name] for name in ("x-forwarded-proto", "x-forwarded-for")
+                 if name in headers}
+    client_address = request.scope.get("client") or ("127.0.0.1", 0)
+    transport = httpx.ASGITransport(app=django_app, client=tuple(client_address))
+    url = f"{request.scope.get('scheme', 'http')}://{headers.get('host', 'localhost')}"
+    async with SynapseClient(url, key, transport=transport, headers=forwarded) as client:
+        yield client
+
+
+mcp_server = build_server(client_for_call)
+mcp_app = mcp_server.streamable_http_app(
+    streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
+    max_request_body_size=settings.MAX_BODY_BYTES,
+    # Host is checked below against ALLOWED_HOSTS, like every Django route; a browser
+    # page cannot present the Bearer key, so Origin checks add nothing here.
+    transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+
+
+async def mcp_endpoint(scope, receive, send) -> None:
+    """Refuse a bad Host or a missing/wrong Mind Key before any MCP message is read."""
+    headers = Headers(scope=scope)
+    domain, _port = split_domain_port(headers.get("host", ""))
+    allowed = settings.ALLOWED_HOSTS or (["localhost", "127.0.0.1", "[::1]"]
+                                         if settings.DEBUG else [])
+    if not domain or not validate_host(domain, allowed):
+        await _refusal(400, "invalid", "Invalid Host header.")(scope, receive, send)
+        return
+    key = _bearer_key(headers, scope.get("query_string", b""))
+    loop = asyncio.get_running_loop()
+    # Django's threads (each keeps its database connection) run the check.
+    problem = await loop.run_in_executor(django_app.executor, _key_problem, key)
+    if problem is not None:
+        await _refusal(*problem)(scope, receive, send)
+        return
+    # The tools read the key from Authorization, even when it came as ?key=.
+    scope = dict(scope, path=MCP_PATH, headers=[
+        *[(name, value) for name, value in scope["headers"] if name != b"authorization"],
+        (b"authorization", f"Bearer {key}".encode("latin-1"))])
+    await mcp_app(scope, receive, send)
+
+
+async def application(scope, receive, send) -> None:
+    """Route ``/mcp`` to the MCP app and everything else to Django; log each request."""
+    if scope["type"] == "lifespan":
+        # Starts and stops the MCP session manager; Django needs no lifespan.
+        await mcp_app(scope, receive, send)
+        return
+    if scope["type"] != "http":
+        await django_app(scope, receive, send)
+        return
+    started = time.perf_counter()
+    status, size = None, 0
+
+    async def logged_send(message) -> None:
+        nonlocal status, size
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        elif message["type"] == "http.response.body":
+            size += len(message.get("body", b""))
+        await send(message)
+
+    try:
+        if scope["path"] in (MCP_PATH, MCP_PATH + "/"):
+            await mcp_endpoint(scope, receive, logged_send)
+        else:
+            await django_app(scope, receive, logged_send)
+    finally:
+        # The path only: query strings may carry ?key=mk_… or private search text.
+        client = (scope.get("client") or ("-",))[0]
+        access_log.info('%s "%s %s" %s %s %dms', client, scope["method"], scope["path"],
+                        status or "-", size, (time.perf_counter() - started) * 1000)

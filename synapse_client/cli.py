@@ -1,0 +1,319 @@
+"""``synapse``: the Synapse command line (recall, remember, search, get, forget, restore,
+export, import, stats) over the REST API.
+
+Configuration: ``SYNAPSE_URL`` (default http://127.0.0.1:8000) and ``SYNAPSE_MIND_KEY``.
+Exit codes: 0 success; 1 the API refused the request, could not be reached, or the
+client is not configured; 2 bad command-line usage; 3 the Mind Key is missing, wrong,
+revoked, expired or not allowed to do this (HTTP 401/403); 130 interrupted.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from synapse_client.rest import DEFAULT_URL, AuthError, SynapseClient, SynapseError
+from synapse_client.tools import format_memory, format_recall, format_stats
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_AUTH, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+CATEGORIES = ["identity", "preference", "fact", "project", "skill", "mistake", "context",
+              "note", "credentials"]
+PRIORITIES = ["low", "normal", "high", "critical"]
+
+EPILOG = """\
+environment:
+  SYNAPSE_URL        the Synapse server (default http://127.0.0.1:8000)
+  SYNAPSE_MIND_KEY   a Mind Key (mk_...) of the mind to use
+
+exit codes:
+  0  success
+  1  the API refused the request, the server could not be reached, or no key is set
+  2  bad command-line usage
+  3  the Mind Key is missing, wrong, revoked, expired or not allowed to do this
+"""
+
+
+# -- Output -------------------------------------------------------------------------------
+
+def _emit_json(value) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def table(rows: list[list[str]], headers: list[str]) -> str:
+    """Columns sized to their content; the last column is cut to the terminal width."""
+    rows = [[_one_line(cell) for cell in row] for row in rows]
+    widths = [max(len(headers[i]), *(len(row[i]) for row in rows)) for i in range(len(headers))]
+    fixed = sum(widths[:-1]) + 2 * (len(headers) - 1)
+    room = max(20, shutil.get_terminal_size((120, 24)).columns - fixed)
+    widths[-1] = min(widths[-1], room)
+
+    def line(cells: list[str]) -> str:
+        last = cells[-1] if len(cells[-1]) <= widths[-1] else cells[-1][:widths[-1] - 1] + "…"
+        return "  ".join([*(cell.ljust(width) for cell, width in zip(cells[:-1], widths,
+                                                                       strict=False)), last])
+
+    return "\n".join([line(headers), line(["-" * width for width in widths]),
+                      *(line(row) for row in rows)])
+
+
+class ProgressReporter:
+    """Bytes moved so far, on stderr: rewritten in place on a terminal, else a line per MiB."""
+
+    def __init__(self, verb: str, enabled: bool):
+        self.verb, self.enabled = verb, enabled
+        self.tty = sys.stderr.isatty()
+        self.reported = -1
+
+    def __call__(self, done: int, total: int | None) -> None:
+        if not self.enabled:
+            return
+        step = done // (1 << 20)
+        if not self.tty and step == self.reported and done != total:
+            return
+        self.reported = step
+        amount = _size(done) + (f" of {_size(total)} ({done * 100 // total}%)" if total
+                                else "")
+        end = "\r" if self.tty else "\n"
+        print(f"{self.verb} {amount}", end=end, file=sys.stderr, flush=True)
+
+    def finish(self, message: str) -> None:
+        if self.tty and self.enabled:
+            print(" " * 60, end="\r", file=sys.stderr)
+        print(message, file=sys.stderr)
+
+
+def _size(count: int) -> str:
+    for unit in ("bytes", "KiB", "MiB"):
+        if count < 1024 or unit == "MiB":
+            return f"{count} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
+        count /= 1024
+    return str(count)
+
+
+# -- Commands -----------------------------------------------------------------------------
+
+async def cmd_recall(client: SynapseClient, args) -> None:
+    result = await client.recall(query=args.query, budget=args.budget, category=args.category,
+                                 tag=args.tag)
+    if args.json:
+        _emit_json({"mind": result.mind, "tokens": result.tokens, "omitted": result.omitted,
+                    "memories": result.memories})
+    else:
+        print(format_recall(result.mind, result.memories, result.omitted, args.budget), end="")
+
+
+async def cmd_remember(client: SynapseClient, args) -> None:
+    content = sys.stdin.read() if args.content == "-" else args.content
+    result = await client.remember(category=args.category, content=content, key=args.key,
+                                   tags=args.tag, priority=args.priority,
+                                   confidence=args.confidence, expires_at=args.expires_at)
+    if args.json:
+        _emit_json(result)
+    else:
+        print(f"{result['status']}  {result['id']}  version {result.get('version')}")
+
+
+async def cmd_search(client: SynapseClient, args) -> None:
+    body = await client.search(query=args.query, mode=args.mode, limit=args.limit,
+                               category=args.category, tag=args.tag)
+    if args.json:
+        _emit_json(body)
+        return
+    results = body.get("results", [])
+    if not results:
+        print(f"No memories match {args.query!r}.", file=sys.stderr)
+        return
+    rows = []
+    for result in results:
+        memory = result.get("memory", result)
+        score = result.get("score", result.get("similarity"))
+        rows.append([memory.get("id", ""), f"{memory.get('category')}/{memory.get('key')}",
+                     f"{score:.3f}" if isinstance(score, int | float) else "",
+                     result.get("snippet") or result.get("highlight") or memory.get("content",
+                                                                                    "")])
+    print(table(rows, ["ID", "CATEGORY/KEY", "SCORE", "TEXT"]))
+
+
+async def cmd_get(client: SynapseClient, args) -> None:
+    memory = await client.get(args.id)
+    if args.json:
+        _emit_json(memory)
+    else:
+        print(format_memory(memory, detail=True))
+
+
+async def cmd_forget(client: SynapseClient, args) -> None:
+    memory = await client.forget(args.id)
+    if args.json:
+        _emit_json(memory)
+    else:
+        print(f"trashed  {memory.get('id')}  ({memory.get('category')}/{memory.get('key')}); "
+              f"undo with: synapse restore {memory.get('id')}")
+
+
+async def cmd_restore(client: SynapseClient, args) -> None:
+    memory = await client.restore(args.id)
+    if args.json:
+        _emit_json(memory)
+    else:
+        print(f"restored  {memory.get('id', args.id)}")
+
+
+async def cmd_stats(client: SynapseClient, args) -> None:
+    stats = await client.stats()
+    if args.json:
+        _emit_json(stats)
+        return
+    print(format_stats(stats))
+
+
+async def cmd_export(client: SynapseClient, args) -> None:
+    progress = ProgressReporter("Exporting", args.progress)
+    target = None if args.output in (None, "-") else Path(args.output)
+    written = 0
+    if target is None:
+        async for chunk in client.export(format=args.format, progress=progress):
+            sys.stdout.buffer.write(chunk)
+            written += len(chunk)
+        sys.stdout.buffer.flush()
+        progress.finish(f"Exported {_size(written)}.")
+        return
+    # Written beside the target and renamed at the end: a failed export never leaves a
+    # file that looks like a complete backup.
+    descriptor, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            async for chunk in client.export(format=args.format, progress=progress):
+                handle.write(chunk)
+                written += len(chunk)
+        os.replace(partial, target)
+    except BaseException:
+        os.unlink(partial)
+        raise
+    progress.finish(f"Exported {_size(written)} to {target}.")
+
+
+async def cmd_import(client: SynapseClient, args) -> None:
+    payload = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    content_type = "text/csv" if args.file.endswith(".csv") else "application/json"
+    progress = ProgressReporter("Uploading", args.progress)
+    result = await client.import_(payload, content_type=content_type, progress=progress)
+    progress.finish(f"Imported {_size(len(payload))}.")
+    if args.json:
+        _emit_json(result)
+    else:
+        for name, value in result.items():
+            print(f"{name}: {json.dumps(value) if isinstance(value, dict | list) else value}")
+
+
+# -- Arguments ----------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    # Accepted before or after the command; SUPPRESS keeps a subcommand's unset default
+    # from overwriting a value given before it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print the API's JSON answer")
+    common.add_argument("--url", default=argparse.SUPPRESS,
+                        help=f"Synapse server (default $SYNAPSE_URL or {DEFAULT_URL})")
+
+    parser = argparse.ArgumentParser(
+        prog="synapse", description="Talk to a Synapse memory server with a Mind Key.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter, parents=[common])
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, handler, help_text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, parents=[common], help=help_text,
+                                  description=help_text)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    recall = command("recall", cmd_recall, "print what an agent recalls at session start")
+    recall.add_argument("-q", "--query", help="rank by relevance to this text")
+    recall.add_argument("--budget", type=int, help="at most this many tokens")
+    recall.add_argument("--category", choices=CATEGORIES)
+    recall.add_argument("--tag")
+
+    remember = command("remember", cmd_remember, "store a memory (or update the one with the "
+                       "same category and key)")
+    remember.add_argument("category", choices=CATEGORIES)
+    remember.add_argument("content", help="the memory text; - reads it from stdin")
+    remember.add_argument("--key", help="stable snake_case key (derived when omitted)")
+    remember.add_argument("--tag", action="append", help="a tag (repeat for more)")
+    remember.add_argument("--priority", choices=PRIORITIES)
+    remember.add_argument("--confidence", type=float)
+    remember.add_argument("--expires-at", help="RFC 3339 timestamp or Unix epoch seconds")
+
+    search = command("search", cmd_search, "search memories")
+    search.add_argument("query")
+    search.add_argument("--mode", choices=["keyword", "semantic", "hybrid"], default="keyword")
+    search.add_argument("--limit", type=int, default=20)
+    search.add_argument("--category", choices=CATEGORIES)
+    search.add_argument("--tag")
+
+    for name, handler, help_text in (
+            ("get", cmd_get, "show one memory in full"),
+            ("forget", cmd_forget, "move a memory to the trash"),
+            ("restore", cmd_restore, "bring a memory back from the trash")):
+        command(name, handler, help_text).add_argument("id", help="memory id (mem_…)")
+
+    command("stats", cmd_stats, "counts by category, priority and verification")
+
+    export = command("export", cmd_export, "download a full backup of the mind")
+    export.add_argument("-o", "--output", help="write to this file (default stdout)")
+    export.add_argument("--format", choices=["json", "csv"], default="json")
+    export.add_argument("--progress", action=argparse.BooleanOptionalAction,
+                        default=sys.stderr.isatty(),
+                        help="show bytes transferred on stderr (default: on a terminal)")
+
+    restore_backup = command("import", cmd_import, "restore a backup made by export")
+    restore_backup.add_argument("file", help="backup file; - reads stdin")
+    restore_backup.add_argument("--progress", action=argparse.BooleanOptionalAction,
+                                default=sys.stderr.isatty(),
+                                help="show bytes transferred on stderr (default: on a "
+                                     "terminal)")
+    return parser
+
+
+async def run(args) -> None:
+    environ = dict(os.environ)
+    if args.url:
+        environ["SYNAPSE_URL"] = args.url
+    async with SynapseClient.from_env(environ) as client:
+        await args.handler(client, args)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    args.json = getattr(args, "json", False)
+    args.url = getattr(args, "url", None)
+    try:
+        asyncio.run(run(args))
+    except AuthError as error:
+        print(f"synapse: {error}", file=sys.stderr)
+        sys.exit(EXIT_AUTH)
+    except SynapseError as error:
+        print(f"synapse: {error}", file=sys.stderr)
+        sys.exit(EXIT_ERROR)
+    except OSError as error:
+        if isinstance(error, BrokenPipeError):
+            # `synapse export | head`: the reader left; not an error of ours.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(EXIT_OK)
+        print(f"synapse: {error.strerror or error}: {error.filename or ''}".rstrip(": "),
+              file=sys.stderr)
+        sys.exit(EXIT_ERROR)
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,243 @@
+"""Async HTTP client for the Synapse REST API, shared by the MCP tools and the CLI.
+
+Configuration comes from ``SYNAPSE_URL`` (default ``http://127.0.0.1:8000``) and
+``SYNAPSE_MIND_KEY`` (``mk_…``). Every error answer of the API (the one error shape
+``{"error": {"status", "code", "message", "fields"?}}``) becomes a :class:`SynapseError`
+carrying the API's own message; the key itself never appears in a message.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+USER_AGENT = "synapse-client/0.1"
+# Progress callbacks get (bytes done, bytes in total or None when unknown).
+Progress = Callable[[int, int | None], None]
+
+
+class SynapseError(Exception):
+    """The API refused a request (or could not be reached: ``status`` 0)."""
+
+    def __init__(self, status: int, code: str, message: str, fields: dict | None = None):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.fields = fields or {}
+
+    def __str__(self) -> str:
+        details = [f"{name}: {'; '.join(map(str, problems))}" if isinstance(problems, list)
+                   else f"{name}: {problems}" for name, problems in self.fields.items()]
+        # The message already names the first field; list the others too.
+        extra = [detail for detail in details if detail not in self.message]
+        text = self.message if not extra else f"{self.message} ({'; '.join(extra)})"
+        return f"{text} [HTTP {self.status} {self.code}]" if self.status else text
+
+
+class AuthError(SynapseError):
+    """401 or 403: the Mind Key is missing, wrong, revoked, expired, or may not do this."""
+
+
+class ConfigurationError(SynapseError):
+    """The client is not configured (no key, malformed URL)."""
+
+    def __init__(self, message: str):
+        super().__init__(0, "configuration", message)
+
+
+def error_from_response(response: httpx.Response) -> SynapseError:
+    """The API's error shape → an exception; anything else → a plain description."""
+    status = response.status_code
+    try:
+        error = response.json()["error"]
+        code, message = str(error["code"]), str(error["message"])
+        fields = error.get("fields") if isinstance(error.get("fields"), dict) else None
+    except (ValueError, KeyError, TypeError):
+        code = "http_error"
+        message = f"{status} {response.reason_phrase or 'error'} from {response.request.url.path}"
+        fields = None
+    if status == 429 and response.headers.get("Retry-After"):
+        message += f" Retry after {response.headers['Retry-After']} seconds."
+    kind = AuthError if status in (401, 403) else SynapseError
+    return kind(status, code, message, fields)
+
+
+@dataclass(frozen=True)
+class Recall:
+    """``GET /memory/recall`` as JSON: the memories within the budget, most important first."""
+
+    mind: dict
+    memories: list[dict]
+    tokens: int
+    omitted: int
+
+
+def _params(**values: Any) -> dict:
+    return {name: value for name, value in values.items() if value is not None}
+
+
+class SynapseClient:
+    """One Mind Key talking to one Synapse server.
+
+    ``transport`` lets the server itself reuse this client in-process (``/mcp`` passes an
+    ``httpx.ASGITransport`` over the Django app); ``headers`` are sent with every request.
+    """
+
+    def __init__(self, url: str, key: str, *, transport: httpx.AsyncBaseTransport | None = None,
+                 headers: dict[str, str] | None = None, timeout: float = 60.0):
+        if not key:
+            raise ConfigurationError(
+                "No Mind Key: set SYNAPSE_MIND_KEY to a key (mk_…) of the mind to use.")
+        if not url.startswith(("http://", "https://")):
+            raise ConfigurationError(
+                f"SYNAPSE_URL must start with http:// or https://, not {url!r}.")
+        self.url = url.rstrip("/")
+        self._http = httpx.AsyncClient(
+            base_url=self.url + "/", transport=transport, timeout=timeout,
+            headers={"Authorization": f"Bearer {key}", "User-Agent": USER_AGENT,
+                     "Accept": "application/json", **(headers or {})})
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> SynapseClient:
+        environ = os.environ if environ is None else environ
+        return cls(environ.get("SYNAPSE_URL") or DEFAULT_URL,
+                   environ.get("SYNAPSE_MIND_KEY", "").strip())
+
+    async def __aenter__(self) -> SynapseClient:
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _send(self, method: str, path: str, **kwargs) -> httpx.Response:
+        try:
+            response = await self._http.request(method, path.lstrip("/"), **kwargs)
+        except httpx.TimeoutException as error:
+            raise SynapseError(0, "timeout", f"Synapse at {self.url} did not answer in "
+                               "time.") from error
+        except httpx.HTTPError as error:
+            raise SynapseError(0, "unreachable", f"Cannot reach Synapse at {self.url}: "
+                               f"{error.__class__.__name__}.") from error
+        if response.status_code >= 400:
+            raise error_from_response(response)
+        return response
+
+    async def _json(self, method: str, path: str, **kwargs) -> Any:
+        response = await self._send(method, path, **kwargs)
+        try:
+            return response.json()
+        except ValueError as error:
+            raise SynapseError(response.status_code, "bad_response", f"Synapse answered "
+                               f"{path} with something that is not JSON.") from error
+
+    # -- Core ---------------------------------------------------------------------------
+
+    async def recall(self, *, query: str | None = None, budget: int | None = None,
+                     category: str | None = None, tag: str | None = None) -> Recall:
+        body = await self._json("GET", "/memory/recall", params=_params(
+            q=query, budget=budget, category=category, tag=tag, format="json"))
+        return Recall(mind=body.get("mind", {}), memories=body.get("memories", []),
+                      tokens=body.get("tokens", 0), omitted=body.get("omitted", 0))
+
+    async def recall_text(self, *, query: str | None = None, budget: int | None = None,
+                          category: str | None = None, tag: str | None = None) -> str:
+        response = await self._send("GET", "/memory/recall", headers={"Accept": "text/plain"},
+                                    params=_params(q=query, budget=budget, category=category,
+                                                   tag=tag))
+        return response.text
+
+    async def remember(self, *, category: str, content: str, key: str | None = None,
+                       tags: list[str] | None = None, priority: str | None = None,
+                       confidence: float | None = None, expires_at: str | int | None = None,
+                       idempotency_key: str | None = None) -> dict:
+        body = _params(category=category, key=key, content=content, tags=tags,
+                       priority=priority, confidence=confidence, expires_at=expires_at)
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return await self._json("POST", "/memory", json=body, headers=headers)
+
+    async def list(self, **filters: Any) -> dict:
+        return await self._json("GET", "/memory", params=_params(**filters))
+
+    async def get(self, memory_id: str) -> dict:
+        return await self._json("GET", f"/memory/{_memory_path(memory_id)}")
+
+    async def update(self, memory_id: str, **fields: Any) -> dict:
+        return await self._json("PUT", f"/memory/{_memory_path(memory_id)}", json=fields)
+
+    async def forget(self, memory_id: str) -> dict:
+        return await self._json("DELETE", f"/memory/{_memory_path(memory_id)}")
+
+    async def health(self) -> dict:
+        return await self._json("GET", "/memory/health")
+
+    # -- Search, verification, lifecycle --------------------------------------------------
+
+    async def search(self, *, query: str, mode: str = "keyword", limit: int | None = None,
+                     category: str | None = None, tag: str | None = None) -> dict:
+        return await self._json("GET", "/memory/search", params=_params(
+            q=query, mode=mode, limit=limit, category=category, tag=tag))
+
+    async def restore(self, memory_id: str) -> dict:
+        return await self._json("POST", f"/memory/{_memory_path(memory_id)}/restore")
+
+    async def unverified(self, *, limit: int | None = None) -> dict:
+        return await self._json("GET", "/memory/unverified", params=_params(limit=limit))
+
+    async def stats(self) -> dict:
+        return await self._json("GET", "/memory/stats")
+
+    async def export(self, *, format: str = "json", progress: Progress | None = None
+                     ) -> AsyncIterator[bytes]:
+        """Stream ``GET /memory/mind-export`` (a full backup), reporting bytes received."""
+        request = self._http.build_request("GET", "memory/mind-export",
+                                           params={"format": format})
+        try:
+            response = await self._http.send(request, stream=True)
+        except httpx.HTTPError as error:
+            raise SynapseError(0, "unreachable", f"Cannot reach Synapse at {self.url}: "
+                               f"{error.__class__.__name__}.") from error
+        try:
+            if response.status_code >= 400:
+                await response.aread()
+                raise error_from_response(response)
+            total = int(response.headers["Content-Length"]) if response.headers.get(
+                "Content-Length", "").isdigit() else None
+            done = 0
+            async for chunk in response.aiter_bytes():
+                done += len(chunk)
+                if progress:
+                    progress(done, total)
+                yield chunk
+        finally:
+            await response.aclose()
+
+    async def import_(self, payload: bytes, *, content_type: str = "application/json",
+                      progress: Progress | None = None, chunk_size: int = 256 * 1024) -> dict:
+        """``POST /memory/mind-import`` with a backup made by :meth:`export`."""
+
+        async def chunks() -> AsyncIterator[bytes]:
+            for start in range(0, len(payload), chunk_size):
+                yield payload[start:start + chunk_size]
+                if progress:
+                    progress(min(start + chunk_size, len(payload)), len(payload))
+
+        return await self._json("POST", "/memory/mind-import", content=chunks(),
+                                headers={"Content-Type": content_type,
+                                         "Content-Length": str(len(payload))})
+
+
+def _memory_path(memory_id: str) -> str:
+    """A memory id as a path segment; anything that is not an id is refused here."""
+    memory_id = memory_id.strip()
+    if not memory_id.startswith("mem_") or not memory_id[4:].isalnum():
+        raise SynapseError(0, "invalid", f"{memory_id!r} is not a memory id (mem_…).")
+    return memory_id
