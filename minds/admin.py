@@ -1,0 +1,215 @@
+"""Django admin for staff: users, minds and Mind Keys, every change through minds.services."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.db import transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from minds.models import Mind, MindKey
+from minds.services import (
+    KEY_SETTINGS,
+    MIND_SETTINGS,
+    key_issue,
+    key_revoke,
+    key_update,
+    mind_create,
+    mind_delete,
+    mind_update,
+)
+
+
+def _deletion_summary(minds) -> tuple[list[str], dict[str, int]]:
+    """What deleting these minds removes, counted (Django would list every row)."""
+    from memories.models import AuditEvent, Memory
+
+    mind_ids = [mind.pk for mind in minds]
+    counts = {
+        "minds": len(mind_ids),
+        "memories": Memory.objects.filter(mind_id__in=mind_ids).count(),
+        "Mind Keys": MindKey.objects.filter(mind_id__in=mind_ids).count(),
+        "audit events": AuditEvent.objects.filter(mind_id__in=mind_ids).count(),
+    }
+    lines = [f"{mind.name} ({mind.pk}), with everything in it" for mind in minds]
+    return lines, counts
+
+
+class MindAdmin(admin.ModelAdmin):
+    list_display = ["name", "id", "owner", "unverified_in_recall", "memory_count", "created_at"]
+    list_filter = ["unverified_in_recall"]
+    list_select_related = ["owner"]
+    search_fields = ["name", "id", "owner__username"]
+    ordering = ["-created_at"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(
+            live_memories=Count("memories", filter=Q(memories__deleted_at__isnull=True)))
+
+    @admin.display(description="memories", ordering="live_memories")
+    def memory_count(self, mind: Mind) -> int:
+        return mind.live_memories
+
+    def get_fields(self, request, obj=None):
+        return ["owner", "name", "unverified_in_recall"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["owner"] if obj is not None else []
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            changes = {name: form.cleaned_data[name] for name in form.changed_data
+                       if name in MIND_SETTINGS}
+            mind_update(mind=Mind.objects.get(pk=obj.pk), actor=request.user, **changes)
+            return
+        with transaction.atomic():
+            created = mind_create(owner=obj.owner, name=obj.name)
+            if obj.unverified_in_recall != created.unverified_in_recall:
+                mind_update(mind=created, actor=request.user,
+                            unverified_in_recall=obj.unverified_in_recall)
+        obj.pk = created.pk
+        obj._state.adding = False
+
+    def get_deleted_objects(self, objs, request):
+        lines, counts = _deletion_summary(list(objs))
+        perms_needed = set() if self.has_delete_permission(request) else {"mind"}
+        return lines, counts, perms_needed, []
+
+    def delete_model(self, request, obj):
+        mind_delete(mind=obj, actor=request.user)
+
+    def delete_queryset(self, request, queryset):
+        for mind in queryset:
+            mind_delete(mind=mind, actor=request.user)
+
+
+class RevokedFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request, model_admin):
+        return [("usable", "usable"), ("expired", "expired"), ("revoked", "revoked")]
+
+    def queryset(self, request, queryset):
+        now = timezone.now()
+        if self.value() == "usable":
+            return queryset.usable()
+        if self.value() == "expired":
+            return queryset.filter(revoked_at__isnull=True, expires_at__lte=now)
+        if self.value() == "revoked":
+            return queryset.filter(revoked_at__isnull=False)
+        return queryset
+
+
+class MindKeyAddForm(forms.ModelForm):
+    class Meta:
+        model = MindKey
+        fields = ["mind", "name", "scope", "expires_at"]
+
+    def clean_expires_at(self):
+        expires_at = self.cleaned_data.get("expires_at")
+        if expires_at is not None and expires_at <= timezone.now():
+            raise forms.ValidationError("The expiry must be in the future.")
+        return expires_at
+
+
+class MindKeyAdmin(admin.ModelAdmin):
+    """Keys are issued here (the plaintext is shown once, in a message) and revoked with the
+    action; the secret's hash never appears, and a revoked key is read-only."""
+
+    list_display = ["name", "ending", "mind", "scope", "created_at", "last_used_at",
+                    "expires_at", "revoked_at"]
+    list_filter = [RevokedFilter, "scope"]
+    list_select_related = ["mind"]
+    search_fields = ["name", "id", "last4", "mind__name", "mind__id"]
+    ordering = ["-created_at"]
+    actions = ["revoke_keys"]
+    add_form = MindKeyAddForm
+
+    @admin.display(description="key ends with")
+    def ending(self, key: MindKey) -> str:
+        return f"mk_…{key.last4}"
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is None:
+            kwargs["form"] = self.add_form
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ["mind", "name", "scope", "expires_at"]
+        return ["id", "mind", "ending", "name", "scope", "expires_at", "created_by",
+                "created_at", "last_used_at", "revoked_at"]
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return []
+        return ["id", "mind", "ending", "created_by", "created_at", "last_used_at",
+                "revoked_at"]
+
+    def has_change_permission(self, request, obj=None):
+        if obj is not None and obj.revoked_at is not None:
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        # A key is revoked, never deleted: its row keeps the audit trail readable.
+        return False
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            changes = {name: form.cleaned_data[name] for name in form.changed_data
+                       if name in KEY_SETTINGS}
+            key_update(key=obj, actor=request.user, **changes)
+            return
+        key, plaintext = key_issue(mind=obj.mind, name=obj.name, scope=obj.scope,
+                                   expires_at=obj.expires_at, created_by=request.user)
+        obj.pk = key.pk
+        obj._state.adding = False
+        self.message_user(request, f"Mind Key for “{key.mind.name}”: {plaintext} — copy it "
+                          "now; it is stored only as a hash and will not be shown again.",
+                          messages.WARNING)
+
+    def has_revoke_permission(self, request) -> bool:
+        return super().has_change_permission(request)
+
+    @admin.action(description="Revoke selected keys", permissions=["revoke"])
+    def revoke_keys(self, request, queryset):
+        revoked = 0
+        for key in queryset.select_related("mind"):
+            if key.revoked_at is None:
+                key_revoke(key=key, actor=request.user)
+                revoked += 1
+        self.message_user(request, f"Revoked {revoked} key(s); requests with them now get 401.",
+                          messages.SUCCESS)
+
+
+class SynapseUserAdmin(UserAdmin):
+    """The stock user admin; deleting a user deletes their minds through the service."""
+
+    def get_deleted_objects(self, objs, request):
+        users = list(objs)
+        minds = list(Mind.objects.filter(owner__in=users))
+        lines, counts = _deletion_summary(minds)
+        perms_needed = set() if self.has_delete_permission(request) else {"user"}
+        return ([f"User {user.get_username()}" for user in users] + lines,
+                {"users": len(users), **counts}, perms_needed, [])
+
+    def delete_model(self, request, obj):
+        with transaction.atomic():
+            for mind in Mind.objects.filter(owner=obj):
+                mind_delete(mind=mind, actor=request.user)
+            obj.delete()
+
+    def delete_queryset(self, request, queryset):
+        for user in queryset:
+            self.delete_model(request, user)
+
+
+admin.site.register(Mind, MindAdmin)
+admin.site.register(MindKey, MindKeyAdmin)
+User = get_user_model()
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+admin.site.register(User, SynapseUserAdmin)
