@@ -1,0 +1,173 @@
+"""Shared benchmark plumbing: a throwaway data folder, Django set-up, a real server
+process, latency statistics, and replay of the SQL an endpoint issued.
+
+Benchmarks are scripts, never timed tests. Each one measures the endpoint over real HTTP
+and, in the same run, the raw SQL that endpoint issues, so the report shows the ratio.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def setup_django(data_dir: str | None = None) -> str:
+    """Point Synapse at ``data_dir`` (a new temporary one by default), set Django up,
+    migrate, and return the folder."""
+    if not os.environ.get("DATABASE_URL"):
+        data_dir = data_dir or tempfile.mkdtemp(prefix="synapse-bench-")
+        os.environ["SYNAPSE_DATA_DIR"] = data_dir
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synapse.settings")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    # A benchmark measures latency, not the rate limiter: lift every limit.
+    for scope in ("WRITE", "SEARCH", "SEMANTIC", "EXPORT", "LOGIN", "LOGIN_USERNAME"):
+        os.environ.setdefault(f"SYNAPSE_RATE_{scope}", "100000000/min")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+    return data_dir or ""
+
+
+def teardown(data_dir: str, keep: bool) -> None:
+    if data_dir and not keep:
+        from synapse import embedded_db
+
+        embedded_db.destroy(data_dir)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    """gunicorn with Synapse's production configuration, on a free local port."""
+
+    def __init__(self, *, workers: int = 2, extra_env: dict | None = None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, "SYNAPSE_BIND": f"127.0.0.1:{self.port}",
+               "WEB_CONCURRENCY": str(workers), "LOG_LEVEL": "WARNING", **(extra_env or {})}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", "synapse/gunicorn_conf.py"], cwd=ROOT,
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def wait(self, path: str, headers: dict, timeout: float = 120) -> None:
+        import httpx
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError("server exited: " + self.process.stderr.read().decode())
+            try:
+                if httpx.get(self.url + path, headers=headers, timeout=5).status_code < 500:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError("server did not come up")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+@dataclass
+class Stats:
+    name: str
+    samples_ms: list[float]
+
+    def pct(self, q: float) -> float:
+        ordered = sorted(self.samples_ms)
+        index = min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))
+        return ordered[index]
+
+    @property
+    def p50(self) -> float:
+        return statistics.median(self.samples_ms)
+
+    @property
+    def throughput(self) -> float:
+        """Requests per second of this sequential run."""
+        return 1000 * len(self.samples_ms) / sum(self.samples_ms)
+
+
+def timed(call, repeat: int) -> list[float]:
+    samples = []
+    for index in range(repeat):
+        started = time.perf_counter()
+        call(index)
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def capture_sql(call) -> list[str]:
+    """The SQL statements (parameters inlined) Django issues while ``call()`` runs."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        call()
+    return [query["sql"] for query in captured.captured_queries]
+
+
+def raw_connection():
+    """A plain psycopg connection to the same database, outside Django."""
+    import psycopg
+    from django.db import connection
+
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    params.pop("prepare_threshold", None)
+    return psycopg.connect(**params, autocommit=True)
+
+
+def replay(conn, statements: list[str]) -> None:
+    """Run statements as Django did: transaction statements as given, results fetched."""
+    with conn.cursor() as cursor:
+        for sql in statements:
+            if sql.startswith('INSERT INTO "synapse_cache"'):
+                # The rate limiter's counter row exists after the first replay.
+                sql += (" ON CONFLICT (cache_key) DO UPDATE SET value = EXCLUDED.value, "
+                        "expires = EXCLUDED.expires")
+            cursor.execute(sql.encode())
+            if cursor.description is not None:
+                cursor.fetchall()
+
+
+def table(rows: list[tuple[Stats, Stats | None]]) -> str:
+    lines = ["| endpoint | n | p50 ms | p95 ms | p99 ms | req/s | raw SQL p50 | raw SQL p95 "
+             "| ratio p95 |", "|---|---|---|---|---|---|---|---|---|"]
+    for http, raw in rows:
+        raw_cells = ("–", "–", "–") if raw is None else (
+            f"{raw.p50:.2f}", f"{raw.pct(95):.2f}", f"{http.pct(95) / raw.pct(95):.1f}×")
+        lines.append(f"| {http.name} | {len(http.samples_ms)} | {http.p50:.2f} | "
+                     f"{http.pct(95):.2f} | {http.pct(99):.2f} | {http.throughput:.0f} | "
+                     f"{raw_cells[0]} | {raw_cells[1]} | {raw_cells[2]} |")
+    return "\n".join(lines)
+
+
+def machine_line() -> str:
+    import platform
+
+    return (f"{platform.node()} · {os.cpu_count()} cores · Python {platform.python_version()}"
+            f" · {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
