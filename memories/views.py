@@ -14,8 +14,10 @@ from django.http import Http404
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from memories.crypto import CredentialsUnreadable
 from memories.forms import MemoryFilterForm, MemoryForm, RevertForm, SelectionForm
 from memories.models import (
     VERSIONED_FIELDS,
@@ -42,11 +44,17 @@ QUEUE_PAGE_SIZE = 50
 RECENTLY_VERIFIED = timedelta(hours=24)
 
 
+REDACTED_IN_UI = "Credentials are hidden in lists — open the memory to reveal them."
+UNREADABLE = ("[This credentials memory cannot be decrypted with the configured "
+              "SYNAPSE_CREDENTIALS_KEYS.]")
+
+
 def listed(memories) -> list[Memory]:
-    """Memories as lists show them: credentials content replaced by the redaction."""
+    """Memories as lists show them: what recall redacts is hidden here too."""
     rows = list(memories)
     for memory in rows:
-        memory.shown_content = display_content(memory)
+        shown = display_content(memory)
+        memory.shown_content = shown if shown == memory.content else REDACTED_IN_UI
     return rows
 
 
@@ -267,16 +275,24 @@ class MemoryDetailView(MemoryPageView):
         diff = None
         if from_version in by_number and to_version in by_number and from_version != to_version:
             old, new = by_number[from_version], by_number[to_version]
-            diff = {"old": old, "new": new, "lines": content_diff(old.content, new.content),
-                    "fields": field_changes(old, new)}
+            diff = {"old": old, "new": new, "fields": field_changes(old, new),
+                    "lines": content_diff(_revealed(old), _revealed(new))}
         now = timezone.now()
         return self.render("memories/memory_detail.html", {
-            "memory": memory, "versions": versions, "diff": diff,
+            "memory": memory, "content": _revealed(memory), "versions": versions, "diff": diff,
             "from_version": from_version, "to_version": to_version,
             "expired": memory.expires_at is not None and memory.expires_at <= now,
             "superseded_by": (self.memories().filter(pk=memory.superseded_by_id).first()
                               if memory.superseded_by_id else None),
         })
+
+
+def _revealed(memory: Memory | MemoryVersion) -> str:
+    """The plaintext the owner asked to see (credentials decrypted), or why it cannot be."""
+    try:
+        return memory.plaintext_content()
+    except CredentialsUnreadable:
+        return UNREADABLE
 
 
 def _int(raw, default: int) -> int:
@@ -295,8 +311,9 @@ class MemoryEditView(MemoryPageView):
             messages.error(request, "This memory is in the trash; restore it to edit it.")
             return redirect("ui:memory", mind_id=self.mind.id, memory_id=memory.id)
         form = form or MemoryForm(initial={
-            name: getattr(memory, name) for name in
-            ("category", "key", "content", "tags", "priority", "confidence", "expires_at")})
+            **{name: getattr(memory, name) for name in
+               ("category", "key", "tags", "priority", "confidence", "expires_at")},
+            "content": _revealed(memory)})
         return self.render("memories/memory_form.html", {
             "form": form, "memory": memory, "next": request.GET.get("next", ""),
         }, status=400 if form.errors else 200)
@@ -339,12 +356,8 @@ class MemoryActionView(MemoryPageView):
             try:
                 memory_restore(memory=memory, actor=request.user)
             except MemoryConflict:
-                taken = (self.memories().alive().exclude(pk=memory.pk)
-                         .filter(category=memory.category, key=memory.key).first())
-                messages.error(request, f"Cannot restore {label}: the key was reused by "
-                                        "another memory while this one was in the trash. "
-                                        "Rename or delete that one first.",
-                               extra_tags=f"conflict {taken.id if taken else ''}")
+                messages.error(request, self._reused_message(memory, label),
+                               extra_tags="conflict")
                 return self.back(here)
             messages.success(request, f"Restored {label}.")
         elif action == "revert":
@@ -352,6 +365,18 @@ class MemoryActionView(MemoryPageView):
         else:
             raise Http404("No such action.")
         return self.back(here)
+
+    def _reused_message(self, memory: Memory, label: str) -> str:
+        taken = (self.memories().alive().exclude(pk=memory.pk)
+                 .filter(category=memory.category, key=memory.key).first())
+        message = (f"Cannot restore {label}: the key was reused by another memory while this "
+                   "one was in the trash. Rename or delete that one first")
+        if taken is None:
+            return message + "."
+        return format_html('{}: <a href="{}">{}</a>.', message,
+                           reverse("ui:memory", kwargs={"mind_id": self.mind.id,
+                                                        "memory_id": taken.id}),
+                           f"{taken.category}/{taken.key}")
 
     def _revert(self, memory: Memory, here: str):
         form = RevertForm(self.request.POST)
@@ -383,37 +408,44 @@ class TrashView(MemoryPageView):
 
 # -- Statistics: charts drawn as SVG on the server ---------------------------------------
 
-CHART_WIDTH = 640
-BAR_HEIGHT = 26
-LABEL_WIDTH = 110
+BAR_CHART_WIDTH = 440
+BAR_HEIGHT = 28
+LABEL_WIDTH = 96
 TIMELINE_DAYS = 30
+# The timeline is drawn twice, for wide and for narrow screens (CSS shows one), so its
+# text keeps a readable size instead of shrinking with the picture.
+TIMELINE_SIZES = {"wide": (960, 240), "narrow": (360, 200)}
 
 
 def bar_chart(counts: dict[str, int]) -> dict:
     """Geometry of a horizontal bar chart: one row per label, in the given order."""
     top = max(counts.values(), default=0) or 1
-    plot = CHART_WIDTH - LABEL_WIDTH - 50
+    track = BAR_CHART_WIDTH - LABEL_WIDTH - 40
     bars = []
     for row, (label, value) in enumerate(counts.items()):
-        width = round(plot * value / top, 1)
+        width = round(track * value / top, 1)
         bars.append({"label": label, "value": value, "y": row * BAR_HEIGHT,
                      "width": max(width, 2 if value else 0), "value_x": LABEL_WIDTH + width + 6})
-    return {"bars": bars, "height": len(bars) * BAR_HEIGHT, "width": CHART_WIDTH,
-            "label_width": LABEL_WIDTH, "total": sum(counts.values())}
+    return {"bars": bars, "height": len(bars) * BAR_HEIGHT, "width": BAR_CHART_WIDTH,
+            "label_width": LABEL_WIDTH, "label_x": LABEL_WIDTH - 10, "track": track}
 
 
-def timeline_chart(daily: dict, start, days: int, before: int) -> dict:
-    """Geometry of a line chart: memories in the mind at the end of each of ``days`` days."""
-    height, left, bottom, top_pad = 200, 44, 24, 10
-    plot_w, plot_h = CHART_WIDTH - left - 10, height - bottom - top_pad
+def daily_totals(daily: dict, start, days: int, before: int) -> list[tuple]:
+    """(day, memories at the end of it, added that day) for ``days`` days from ``start``."""
     running, points = before, []
     for offset in range(days):
         day = start + timedelta(days=offset)
         running += daily.get(day, 0)
         points.append((day, running, daily.get(day, 0)))
-    peak = max((total for _day, total, _added in points), default=0)
-    scale = _nice_ceiling(peak)
-    step = plot_w / max(days - 1, 1)
+    return points
+
+
+def timeline_chart(points: list[tuple], width: int, height: int) -> dict:
+    """Geometry of a line chart of the daily totals, with an area under the line."""
+    left, bottom, top_pad, right_pad = 40, 26, 12, 12
+    plot_w, plot_h = width - left - right_pad, height - bottom - top_pad
+    scale = _nice_ceiling(max((total for _day, total, _added in points), default=0))
+    step = plot_w / max(len(points) - 1, 1)
 
     def y_of(value: int) -> float:
         return round(top_pad + plot_h - plot_h * value / scale, 1)
@@ -421,16 +453,18 @@ def timeline_chart(daily: dict, start, days: int, before: int) -> dict:
     coords = [(round(left + index * step, 1), y_of(total))
               for index, (_day, total, _added) in enumerate(points)]
     line = " ".join(f"{x},{y}" for x, y in coords)
-    area = f"{left},{y_of(0)} {line} {coords[-1][0]},{y_of(0)}" if coords else ""
-    ticks = [{"y": y_of(value), "label": value} for value in (0, scale // 2, scale)]
-    labels = [{"x": coords[index][0], "label": points[index][0].strftime("%b %-d"),
-               "anchor": anchor}
-              for index, anchor in ((0, "start"), (days // 2, "middle"), (days - 1, "end"))]
-    dots = [{"x": x, "y": y, "day": day, "total": total, "added": added}
-            for (x, y), (day, total, added) in zip(coords, points, strict=True)]
-    return {"width": CHART_WIDTH, "height": height, "left": left, "right": CHART_WIDTH - 10,
-            "line": line, "area": area, "ticks": ticks, "labels": labels, "dots": dots,
-            "added": sum(added for _day, _total, added in points), "now": running}
+    last = len(points) - 1
+    return {
+        "width": width, "height": height, "left": left, "right": width - right_pad,
+        "line": line, "area": f"{left},{y_of(0)} {line} {coords[-1][0]},{y_of(0)}",
+        "ticks": [{"y": y_of(value), "label": value} for value in (0, scale // 2, scale)],
+        "labels": [{"x": coords[index][0], "label": points[index][0].strftime("%b %-d"),
+                    "anchor": anchor}
+                   for index, anchor in ((0, "start"), (last // 2, "middle"), (last, "end"))],
+        "dots": [{"x": x, "y": y, "day": day, "total": total, "added": added}
+                 for (x, y), (day, total, added) in zip(coords, points, strict=True) if added],
+        "label_y": height - 6,
+    }
 
 
 def _nice_ceiling(value: int) -> int:
@@ -457,6 +491,7 @@ class StatsView(MemoryPageView):
                      .annotate(day=TruncDate("created_at")).values_list("day")
                      .annotate(n=Count("id")))
         before = current.filter(created_at__date__lt=start).count()
+        points = daily_totals(daily, start, TIMELINE_DAYS, before)
         return self.render("memories/stats.html", {
             "totals": totals,
             "unverified": totals["total"] - totals["verified"],
@@ -464,5 +499,7 @@ class StatsView(MemoryPageView):
             "by_category": bar_chart({c: by_category.get(c, 0) for c in Category.values}),
             "by_priority": bar_chart({p: by_priority.get(p, 0)
                                       for p in reversed(Priority.values)}),
-            "timeline": timeline_chart(daily, start, TIMELINE_DAYS, before),
+            "timelines": {size: timeline_chart(points, width, height)
+                          for size, (width, height) in TIMELINE_SIZES.items()},
+            "added": sum(added for _day, _total, added in points),
         })

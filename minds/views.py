@@ -1,5 +1,7 @@
 """Web UI for minds: the minds list, Mind Keys, settings; and the mind scoping every page uses."""
 
+from datetime import timedelta
+
 from django.contrib import messages
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.db.models import Count, IntegerField, OuterRef, Subquery
@@ -41,10 +43,12 @@ class MindView(SignedInView):
                                  pk=self.kwargs["mind_id"])
 
     def render(self, template: str, context: dict | None = None, status: int = 200):
-        queue = (Memory.objects.for_mind(self.mind).in_recall().filter(verified=False).count())
+        queue = Memory.objects.for_mind(self.mind).in_recall().filter(verified=False).count()
+        now = timezone.now()
         return render(self.request, template,
                       {"mind": self.mind, "tab": self.tab, "queue_count": queue,
-                       "now": timezone.now(), **(context or {})}, status=status)
+                       "now": now, "just_now": now - timedelta(minutes=1),
+                       **(context or {})}, status=status)
 
 
 def _count(queryset) -> Coalesce:
