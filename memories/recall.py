@@ -13,12 +13,39 @@ a line that looks like a block header: the boundary of each memory stays unambig
 """
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import NamedTuple
 
-from memories.models import Memory
+from memories.models import Category, Memory
 from minds.models import Mind
 
 REDACTED = "[redacted: credentials are only shown by GET /memory/{id}]"
+# The smallest block costs more than this; below it nothing more can fit.
+MIN_BLOCK_TOKENS = 8
+# Under a budget, stop looking for smaller memories that still fit after this many misses.
+MAX_CONSECUTIVE_MISSES = 200
+
+
+class RecallItem(NamedTuple):
+    """The fields a recall block shows — fetched as tuples, far cheaper than models."""
+
+    id: str
+    category: str
+    key: str
+    content: str
+    tags: list[str]
+    priority: str
+    verified: bool
+
+
+RECALL_FIELDS = RecallItem._fields
+
+
+def recall_items(memories) -> Iterable[RecallItem]:
+    """Stream a queryset (already in recall order) as RecallItems."""
+    for row in memories.values_list(*RECALL_FIELDS).iterator(chunk_size=500):
+        yield RecallItem(*row)
 
 
 def estimate_tokens(text: str) -> int:
@@ -26,12 +53,14 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def display_content(memory: Memory) -> str:
+def display_content(memory: Memory | RecallItem) -> str:
     """Content as recall, search and list show it: credentials redacted."""
-    return REDACTED.format(id=memory.id) if memory.is_credentials else memory.content
+    if memory.category == Category.CREDENTIALS:
+        return REDACTED.format(id=memory.id)
+    return memory.content
 
 
-def format_block(position: int, memory: Memory) -> str:
+def format_block(position: int, memory: Memory | RecallItem) -> str:
     status = "[verified]" if memory.verified else "[unverified]"
     lines = [f"[{position:03d}] {memory.category} ({memory.priority.upper()}) {status}",
              f"  {memory.key}"]
@@ -41,7 +70,7 @@ def format_block(position: int, memory: Memory) -> str:
     return "\n".join(lines)
 
 
-def format_header(mind: Mind, memories: list[Memory]) -> str:
+def format_header(mind: Mind, memories: list) -> str:
     verified = sum(1 for memory in memories if memory.verified)
     return (f"Mind: {mind.name}\n"
             f"Memories: {len(memories)} total ({verified} verified, "
@@ -51,38 +80,49 @@ def format_header(mind: Mind, memories: list[Memory]) -> str:
 @dataclass
 class Recall:
     mind: Mind
-    memories: list[Memory]
-    omitted: list[Memory] = field(default_factory=list)
-    text: str = ""
-    tokens: int = 0
+    memories: list
+    omitted: int
+    text: str
+    tokens: int
 
 
-def build_recall(*, mind: Mind, memories: list[Memory], budget: int | None = None) -> Recall:
-    """Lay out ``memories`` (already in recall order) within ``budget`` tokens.
+def build_recall(*, mind: Mind, memories: Iterable, budget: int | None = None,
+                 total: int | None = None) -> Recall:
+    """Lay out ``memories`` (in recall order) within ``budget`` tokens.
 
     Memories are taken in order while they fit; one that does not fit is left out and
-    later (smaller) ones may still fit, so critical memories always go first. The header
-    counts what is shown; the total token count never exceeds the budget.
+    later (smaller) ones may still fit, so critical memories always go first. Under a
+    budget the scan stops once nothing more can fit, so ``total`` (how many memories are
+    in recall) is needed to report how many were left out. The header counts what is
+    shown; the token count of the text never exceeds the budget.
     """
     if budget is None:
-        chosen, omitted = list(memories), []
+        chosen = list(memories)
         blocks = [format_block(position, memory) for position, memory in enumerate(chosen, 1)]
     else:
-        chosen, omitted, blocks = [], [], []
-        used = estimate_tokens(format_header(mind, memories)) + 1
+        chosen, blocks, misses, seen = [], [], 0, 0
+        # The header is costed at its largest (every memory shown) and a blank line.
+        used = estimate_tokens(format_header(mind, [])) + 3
         for memory in memories:
+            seen += 1
             block = format_block(len(chosen) + 1, memory)
             cost = estimate_tokens(block) + 1  # +1 covers the blank line between blocks
             if used + cost <= budget:
                 chosen.append(memory)
                 blocks.append(block)
                 used += cost
+                misses = 0
             else:
-                omitted.append(memory)
+                misses += 1
+            if budget - used < MIN_BLOCK_TOKENS or misses >= MAX_CONSECUTIVE_MISSES:
+                break
+        total = seen if total is None else total
     text = "\n\n".join([format_header(mind, chosen), *blocks]) + "\n"
+    omitted = (len(chosen) if total is None else total) - len(chosen)
     result = Recall(mind=mind, memories=chosen, omitted=omitted, text=text,
                     tokens=estimate_tokens(text))
     if budget is not None and result.tokens > budget:
-        # The header alone does not fit: answer with nothing rather than exceed it.
-        result.memories, result.omitted, result.text, result.tokens = [], list(memories), "", 0
+        # Not even the header fits: answer with nothing rather than exceed the budget.
+        result = Recall(mind=mind, memories=[], omitted=omitted + len(chosen), text="",
+                        tokens=0)
     return result

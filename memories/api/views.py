@@ -24,7 +24,7 @@ from memories.api.serializers import (
     StoreResponseSerializer,
 )
 from memories.models import IdempotentRequest, Memory
-from memories.recall import build_recall
+from memories.recall import build_recall, recall_items
 from memories.services import MemoryConflict, memory_delete, memory_store, memory_update
 from synapse.api import MIND_PARAMETER, Conflict, SynapseAPIView
 
@@ -202,31 +202,34 @@ class RecallView(MemoryScopedView):
             memories = memories.filter(category=query["category"])
         if query.get("tag"):
             memories = memories.filter(tags__contains=[query["tag"].strip().lower()])
-        ordered = self.order_for_recall(memories, query.get("q"))
-        recall = build_recall(mind=mind, memories=ordered, budget=query.get("budget"))
+        budget = query.get("budget")
+        as_json = query["format"] == "json"
+        if query.get("q"):
+            from memories.search import rank_for_recall
+
+            ordered = rank_for_recall(mind=mind, memories=memories, query=query["q"])
+        elif as_json:
+            ordered = memories.recall_order().defer("search_vector", "embedding").iterator(
+                chunk_size=500)
+        else:
+            ordered = recall_items(memories.recall_order())
+        total = memories.count() if budget is not None and not query.get("q") else None
+        recall = build_recall(mind=mind, memories=ordered, budget=budget, total=total)
         headers = {"X-Recall-Tokens": str(recall.tokens),
-                   "X-Recall-Omitted": str(len(recall.omitted)),
+                   "X-Recall-Omitted": str(recall.omitted),
                    "X-Recall-Count": str(len(recall.memories))}
-        if query["format"] == "json":
+        if as_json:
             verified = sum(1 for memory in recall.memories if memory.verified)
             body = {"mind": {"id": mind.id, "name": mind.name},
                     "total": len(recall.memories), "verified": verified,
                     "unverified": len(recall.memories) - verified, "tokens": recall.tokens,
-                    "omitted": len(recall.omitted),
+                    "omitted": recall.omitted,
                     "memories": MemorySerializer(recall.memories, many=True).data}
             return Response(body, headers=headers)
         response = HttpResponse(recall.text, content_type="text/plain; charset=utf-8")
         for name, value in headers.items():
             response[name] = value
         return response
-
-    def order_for_recall(self, memories, q: str | None) -> list[Memory]:
-        """Priority then recency; with ``q``, by relevance to it (see memories.search)."""
-        if q:
-            from memories.search import rank_for_recall
-
-            return rank_for_recall(mind=self.get_mind(), memories=memories, query=q)
-        return list(memories.recall_order().defer("search_vector", "embedding"))
 
 
 class HealthView(MemoryScopedView):
