@@ -47,7 +47,7 @@ class TagsField(forms.CharField):
 class MemoryForm(forms.Form):
     """A memory as a human writes it (create or edit); the service sets provenance."""
 
-    category = forms.ChoiceField(choices=Category.choices)
+    category = forms.ChoiceField(choices=Category.choices, initial=Category.NOTE)
     key = forms.RegexField(
         regex=r"^\S(.*\S)?$", max_length=200, required=False,
         help_text="Stable identifier within the category, e.g. preference_communication. "
@@ -60,7 +60,7 @@ class MemoryForm(forms.Form):
     confidence = forms.FloatField(min_value=0.0, max_value=1.0, initial=1.0,
                                   widget=forms.NumberInput(attrs={"step": "0.05"}))
     expires_at = forms.DateTimeField(
-        required=False, help_text="UTC. After it the memory leaves recall but is kept.",
+        required=False, help_text="After it the memory leaves recall but is kept.",
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"},
                                    format="%Y-%m-%dT%H:%M"),
         input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"])

@@ -124,7 +124,7 @@ def test_a_key_is_shown_once_works_and_stops_working_when_revoked(page, alice_mi
     plaintext = shown.input_value()
     page.get_by_role("button", name="Copy").click()
     expect(page.get_by_role("button", name="Copied")).to_be_visible()
-    screenshot(page, "keys-desktop")
+    screenshot(page, "key-created-desktop")
 
     key = MindKey.objects.get(mind=alice_mind, name="ci agent")
     assert key.scope == "read" and plaintext.endswith(key.last4)
@@ -172,6 +172,10 @@ def test_main_pages_are_captured_on_desktop_and_phone(page, phone, alice_mind, a
             # Nothing spills sideways on a phone: the page is as wide as the screen.
             width = viewer.evaluate("document.documentElement.scrollWidth")
             assert width <= viewer.viewport_size["width"], f"{name} overflows on {device}"
+            if name != "minds":
+                # Every tab of the mind is in view, none hidden behind a sideways scroll.
+                expect(viewer.get_by_role("navigation", name="Mind").get_by_role(
+                    "link", name="Settings")).to_be_in_viewport()
             if name == "browser":
                 # Credentials are redacted in lists.
                 expect(viewer.locator(".memory-content.redacted")).to_have_count(1)
