@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from synapse_client.rest import DEFAULT_URL, AuthError, SynapseClient, SynapseError
-from synapse_client.tools import format_memory, format_recall, format_stats
+from synapse_client.text import format_memory, format_recall, format_stats
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_AUTH, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 CATEGORIES = ["identity", "preference", "fact", "project", "skill", "mistake", "context",
@@ -202,10 +202,13 @@ async def cmd_export(client: SynapseClient, args) -> None:
 
 
 async def cmd_import(client: SynapseClient, args) -> None:
+    if args.file.endswith(".csv"):
+        # CSV exports hold current memories only; a restore needs the full JSON backup.
+        raise SynapseError(0, "usage", "import restores JSON backups: make one with "
+                                       "`synapse export -o backup.json`.")
     payload = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
-    content_type = "text/csv" if args.file.endswith(".csv") else "application/json"
     progress = ProgressReporter("Uploading", args.progress)
-    result = await client.import_(payload, content_type=content_type, progress=progress)
+    result = await client.import_(payload, progress=progress)
     progress.finish(f"Imported {_size(len(payload))}.")
     if args.json:
         _emit_json(result)
