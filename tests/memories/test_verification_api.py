@@ -8,6 +8,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from memories.models import AuditEvent, Memory
+from memories.services import memory_delete
 from tests.conftest import PASSWORD, jwt_client
 
 pytestmark = pytest.mark.django_db
@@ -137,8 +138,6 @@ def test_another_users_memory_is_404_and_unchanged(bob, bob_mind, alice_mind, re
 
 
 def test_a_memory_in_the_trash_cannot_be_verified(human, alice, alice_mind, remember):
-    from memories.services import memory_delete
-
     memory = remember()
     memory_delete(memory=memory, actor=alice)
     assert human.post(f"/memory/{memory.id}/verify?mind={alice_mind.id}").status_code == 404
@@ -166,8 +165,6 @@ def test_the_queue_lists_unverified_memories_oldest_first(agent, human, alice_mi
 
 
 def test_the_queue_leaves_out_expired_deleted_and_superseded_memories(agent, alice, remember):
-    from memories.services import memory_delete
-
     waiting = remember(key="waiting", content="waiting")
     expired = remember(key="expired", content="expired")
     Memory.objects.filter(pk=expired.id).update(expires_at=timezone.now() - timedelta(hours=1))

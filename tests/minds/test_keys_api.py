@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from memories.models import AuditEvent, Memory
 from minds.keys import hash_key
 from minds.models import MindKey
+from minds.services import key_issue
 from tests.conftest import key_client
 
 pytestmark = pytest.mark.django_db
@@ -119,8 +120,6 @@ def test_get_one_key(human, alice_mind, alice_key):
 
 
 def test_another_users_keys_are_404(human, alice_mind, bob_mind, bob):
-    from minds.services import key_issue
-
     bob_key, bob_plaintext = key_issue(mind=bob_mind, name="bob's", created_by=bob)
     assert human.get(f"/minds/{bob_mind.id}/keys").status_code == 404
     assert issue(human, bob_mind).status_code == 404

@@ -1,10 +1,14 @@
 """/minds: create, list, get, rename, recall policy, delete with confirmation; tenancy."""
 
+from urllib.parse import quote
+
 import pytest
 from rest_framework.test import APIClient
 
 from memories.models import AuditEvent, Memory, MemoryVersion
+from memories.services import memory_delete
 from minds.models import Mind, MindKey
+from minds.services import mind_create
 from tests.conftest import PASSWORD, key_client
 
 pytestmark = pytest.mark.django_db
@@ -46,8 +50,6 @@ def test_create_mind_with_bad_input_is_400_naming_the_field(human, body, field):
 def test_list_shows_only_my_minds_with_counts(human, alice_mind, bob_mind, remember, alice):
     remember(content="unverified agent note")
     old = remember(key="old", content="old")
-    from memories.services import memory_delete
-
     memory_delete(memory=old, actor=alice)
     body = human.get("/minds").json()
     assert [mind["id"] for mind in body] == [alice_mind.id]
@@ -56,8 +58,6 @@ def test_list_shows_only_my_minds_with_counts(human, alice_mind, bob_mind, remem
 
 
 def test_list_counts_cost_one_query_however_many_minds(human, alice, django_assert_num_queries):
-    from minds.services import mind_create
-
     for number in range(5):
         mind_create(owner=alice, name=f"Mind {number}")
     # Authentication (user) and the annotated list of minds.
@@ -173,8 +173,6 @@ def test_delete_with_the_name_removes_everything_of_the_mind(
 
 
 def test_delete_accepts_the_confirmation_as_a_query_parameter(human, alice_mind):
-    from urllib.parse import quote
-
     response = human.delete(f"/minds/{alice_mind.id}?confirm={quote(alice_mind.name)}")
     assert response.status_code == 204
     assert not Mind.objects.filter(pk=alice_mind.id).exists()
