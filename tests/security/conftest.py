@@ -38,6 +38,7 @@ class Tenant:
     expired_key: str
     key_ids: list[str] = field(default_factory=list)
     memory_ids: list[str] = field(default_factory=list)
+    export: dict | None = None
 
     @property
     def secrets(self) -> list[str]:
@@ -115,3 +116,13 @@ def bearer(token: str) -> APIClient:
 
 def jwt_for(user) -> str:
     return str(RefreshToken.for_user(user).access_token)
+
+
+@pytest.fixture(scope="session")
+def live_cluster():
+    """A migrated throwaway cluster with a user, a mind and a Mind Key (tests.security.live)."""
+    from tests.security.live import destroy_cluster, make_cluster
+
+    cluster = make_cluster()
+    yield cluster
+    destroy_cluster(cluster)

@@ -1,0 +1,279 @@
+"""Every route of /api/schema/ × every foreign credential: right status, no leak, no foreign write.
+
+The victim is one mind; the attackers are the other user's keys, JWT and session, the
+same owner's other mind, the victim's own read-only key on writes, its write key on
+human-only routes, revoked, expired and malformed keys, and no credentials at all. Path
+and body ids point at the victim's memories, mind and keys; ``q`` searches for the
+victim's words. Each body must be free of the victim's canaries and ids (unless the
+attacker sent that id), and the victim's rows must be byte-for-byte what they were.
+"""
+
+import json
+import re
+from urllib.parse import urlencode
+
+import pytest
+from django.db import transaction
+from rest_framework.test import APIClient
+
+from memories.services import memory_store
+from minds.authentication import AgentPrincipal
+from minds.models import MindKey
+from tests.security.conftest import Tenant, bearer, jwt_for, snapshot
+from tests.security.openapi import Operation, load_schema, operations
+
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+
+TRIED: dict[str, int] = {}
+
+
+def victim_value(name: str, path: str, victim: Tenant):
+    """What to put in a path parameter (or body field) so it points at the victim."""
+    lowered = name.lower()
+    if "key" in lowered and "idempot" not in lowered:
+        return victim.key_ids[0]
+    if "mind" in lowered or (lowered == "id" and path.startswith("/minds")):
+        return victim.mind.id
+    if "version" in lowered:
+        return 1
+    return victim.memory_ids[1]
+
+
+def body_hints(victim: Tenant) -> dict:
+    return {"id": victim.memory_ids[1], "ids": victim.memory_ids, "memory_id":
+            victim.memory_ids[1], "mind_id": victim.mind.id, "mind": victim.mind.id,
+            "key_id": victim.key_ids[0], "content": "matrix probe", "name": "matrix probe",
+            "q": victim.word, "query": victim.word, "version": 1, "dry_run": True,
+            "within": "7d", "older_than": "1d", "category": "fact", "key": f"{victim.word}_1",
+            # Last writer wins in sync: a far-future write would win if it reached the row.
+            "updated_at": "2099-01-01T00:00:00Z", "confirm": victim.mind.name}
+
+
+def body_text(response) -> str:
+    raw = (b"".join(response.streaming_content) if response.streaming
+           else response.content)
+    return raw.decode("utf-8", "replace")
+
+
+def victim_export(victim: Tenant) -> dict | None:
+    """The victim's own backup, rewritten: importing it elsewhere must not touch the victim."""
+    response = bearer(victim.write_key).get("/memory/mind-export", {"format": "json"})
+    if response.status_code != 200:
+        return None
+    text = body_text(response).replace("fact number", "fact overwritten")
+    return json.loads(text)
+
+
+def build_request(op: Operation, victim: Tenant, *, add_mind: bool) -> tuple[str, bytes | None]:
+    path = op.path
+    for name in op.path_params:
+        path = path.replace("{" + name + "}", str(victim_value(name, op.path, victim)))
+    hints = body_hints(victim)
+    query = {}
+    for param in op.parameters("query"):
+        name = param["name"]
+        if name in ("key", "mind"):
+            continue
+        if name in ("q", "query", "tag"):
+            query[name] = victim.word
+        elif param.get("required") or name == "confirm":
+            query[name] = op.example(param.get("schema", {}), hints, name)
+    if add_mind and op.takes_mind:
+        query["mind"] = victim.mind.id
+    url = path + ("?" + urlencode(query, doseq=True) if query else "")
+    body = None
+    request_schema = op.request_schema()
+    if op.is_write and request_schema is not None:
+        if op.path.endswith("-import") and victim.export is not None:
+            example = victim.export
+        else:
+            example = op.example(request_schema, hints)
+        if example == {} and request_schema.get("properties"):
+            # No required field (e.g. sync's alternatives): send the first list, filled.
+            lists = [(name, node) for name, node in request_schema["properties"].items()
+                     if op.resolve(node).get("type") == "array"]
+            if lists:
+                example = {lists[0][0]: op.example(lists[0][1], hints, None)}
+        body = json.dumps(example).encode()
+    return url, body
+
+
+def send(client: APIClient, op: Operation, url: str, body: bytes | None):
+    return client.generic(op.method, url, data=body or b"", content_type="application/json")
+
+
+class QueryKeyClient(APIClient):
+    """Sends the Mind Key as ``?key=``, the form some agent runtimes use."""
+
+    def __init__(self, key: str):
+        super().__init__()
+        self.mind_key = key
+
+    def generic(self, method, path, *args, **kwargs):
+        path += ("&" if "?" in path else "?") + urlencode({"key": self.mind_key})
+        return super().generic(method, path, *args, **kwargs)
+
+
+def session_client(user) -> APIClient:
+    client = APIClient()
+    client.force_login(user)
+    return client
+
+
+def credentials(victim: Tenant, same_owner: Tenant, other_user: Tenant):
+    """(name, client, kind): every credential that must not reach the victim's data."""
+    yield "other user's Mind Key", bearer(other_user.write_key), "foreign_key"
+    yield "other user's Mind Key in ?key=", QueryKeyClient(other_user.write_key), "foreign_key"
+    yield "other user's read-only Mind Key", bearer(other_user.read_key), "foreign_read_key"
+    yield "same owner's other mind's Mind Key", bearer(same_owner.write_key), "foreign_key"
+    yield "other user's JWT", bearer(jwt_for(other_user.owner)), "foreign_human"
+    yield "other user's session", session_client(other_user.owner), "foreign_human"
+    yield "victim's read-only Mind Key", bearer(victim.read_key), "read_only"
+    yield "victim's write Mind Key", bearer(victim.write_key), "own_key"
+    yield "victim's revoked Mind Key", bearer(victim.revoked_key), "invalid"
+    yield "victim's expired Mind Key", bearer(victim.expired_key), "invalid"
+    yield "malformed Mind Key", bearer("mk_" + "x" * 10), "invalid"
+    yield "no credentials", APIClient(), "none"
+
+
+def expected_statuses(op: Operation, kind: str) -> set[int] | None:
+    """The statuses that are right for this credential on this route; None: any non-5xx."""
+    targets_victim = bool(op.path_params)
+    if kind in ("none", "invalid"):
+        return None if op.is_public else {401}
+    if op.is_public:
+        return None
+    if kind == "read_only":
+        return {403} if op.is_write else None
+    if kind == "own_key":
+        return {403} if op.is_human_only else None
+    if kind in ("foreign_key", "foreign_read_key"):
+        if op.is_human_only or (kind == "foreign_read_key" and op.is_write):
+            return {403}
+        return {404} if targets_victim or op.takes_mind else None
+    if kind == "foreign_human":
+        return {404} if targets_victim or op.takes_mind else None
+    raise AssertionError(kind)
+
+
+def applies(op: Operation, kind: str) -> bool:
+    # The victim's own keys are only foreign where their power ends.
+    if kind == "read_only":
+        return op.is_write
+    if kind == "own_key":
+        return op.is_human_only
+    return True
+
+
+class Rollback(Exception):
+    pass
+
+
+def control_status(op: Operation, victim: Tenant) -> int:
+    """What the victim's rightful owner gets for the same request (rolled back at once)."""
+    owner = bearer(jwt_for(victim.owner)) if op.is_human_only else bearer(victim.write_key)
+    url, body = build_request(op, victim, add_mind=True)
+    try:
+        with transaction.atomic():
+            status = send(owner, op, url, body).status_code
+            raise Rollback
+    except Rollback:
+        return status
+
+
+def leaked(text: str, victim: Tenant, sent: str) -> list[str]:
+    return [secret for secret in victim.secrets if secret in text and secret not in sent]
+
+
+@pytest.mark.parametrize("victim_label, same_owner_label, other_label",
+                         [("a1", "a2", "b1"), ("b2", "b1", "a2")])
+def test_no_foreign_credential_reaches_the_victims_data(tenants, victim_label, same_owner_label,
+                                                        other_label):
+    victim, same_owner, other = (tenants[victim_label], tenants[same_owner_label],
+                                 tenants[other_label])
+    schema_ops = operations(load_schema())
+    victim.export = victim_export(victim)
+    controls = {op.label: control_status(op, victim) for op in schema_ops if not op.is_public}
+    before = snapshot(victim)
+    failures, tried = [], 0
+    for name, client, kind in credentials(victim, same_owner, other):
+        for op in schema_ops:
+            if not applies(op, kind):
+                continue
+            url, body = build_request(op, victim, add_mind=kind != "none")
+            response = send(client, op, url, body)
+            tried += 1
+            where = f"{op.label} as {name} ({url})"
+            text = body_text(response)
+            sent = url + (body or b"").decode()
+            if response.status_code >= 500:
+                failures.append(f"{where}: {response.status_code} {text[:200]}")
+            expected = expected_statuses(op, kind)
+            if expected is not None and controls.get(op.label) == 400:
+                # The owner's own request is refused as invalid: so may the attacker's be.
+                expected |= {400}
+            if expected is not None and response.status_code not in expected:
+                failures.append(f"{where}: {response.status_code}, expected {sorted(expected)}"
+                                f" {text[:200]}")
+            if response.status_code == 401 and not response.has_header("WWW-Authenticate"):
+                failures.append(f"{where}: 401 without WWW-Authenticate")
+            if leaks := leaked(text, victim, sent):
+                failures.append(f"{where}: leaked {leaks} in {text[:300]}")
+    assert snapshot(victim) == before, "a foreign credential changed the victim's data"
+    TRIED[victim_label] = tried
+    print(f"\nisolation matrix ({victim_label}): {len(schema_ops)} operations, "
+          f"{tried} route × credential requests; the owner's control statuses: {controls}")
+    assert not failures, "\n".join(failures)
+
+
+def numbers(value, prefix="") -> dict[str, float]:
+    """Every number in a JSON document, by path (timings and clocks left out)."""
+    if isinstance(value, dict):
+        found = {}
+        for key, inner in value.items():
+            found.update(numbers(inner, f"{prefix}.{key}"))
+        return found
+    if isinstance(value, list):
+        found = {f"{prefix}.len": len(value)}
+        for index, inner in enumerate(value):
+            found.update(numbers(inner, f"{prefix}[{index}]"))
+        return found
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return {}
+    if re.search(r"(ms|seconds|time|latency|uptime|_at)$", prefix):
+        return {}
+    return {prefix: value}
+
+
+def test_counts_an_agent_sees_do_not_move_when_another_mind_grows(tenants):
+    """Stats, queues, backlogs, recall and lists: no number reflects another tenant's data."""
+    observer, victim = tenants["b1"], tenants["a1"]
+    routes = [op for op in operations(load_schema())
+              if op.method == "GET" and not op.path_params and not op.is_public
+              and not any(p.get("required") for p in op.parameters("query"))]
+    clients = [("Mind Key", bearer(observer.write_key), {}),
+               ("JWT", bearer(jwt_for(observer.owner)), {"mind": observer.mind.id})]
+
+    def observe():
+        seen = {}
+        for name, client, params in clients:
+            for op in routes:
+                query = {**params, "format": "json"} if op.path.endswith("/recall") else params
+                if not op.takes_mind:
+                    query = {k: v for k, v in query.items() if k != "mind"}
+                response = client.get(op.path, query)
+                if response.get("Content-Type", "").startswith("application/json"):
+                    seen[f"{name} {op.label}"] = numbers(json.loads(body_text(response)))
+        return seen
+
+    before = observe()
+    agent = AgentPrincipal(key=MindKey.objects.get(pk=victim.key_ids[0]))
+    for index in range(6):
+        memory_store(mind=victim.mind, actor=agent, category="context",
+                     key=f"growth_{index}", content=f"More {victim.word} {index}")
+    after = observe()
+    assert before.keys() == after.keys() and before, "no JSON route observed"
+    changed = {route: {k: (before[route].get(k), v) for k, v in after[route].items()
+                       if before[route].get(k) != v}
+               for route in before if before[route] != after[route]}
+    assert not changed, f"another mind's writes changed what this one sees: {changed}"
