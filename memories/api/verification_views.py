@@ -9,6 +9,9 @@ from memories.api.views import ERRORS, MemoryScopedView
 from memories.services import memory_set_verified
 from synapse.api import MIND_PARAMETER, HumanOnly
 
+# A JWT, or a session (with CSRF); Mind Keys authenticate but are refused (403).
+HUMAN_AUTH = [{"jwtAuth": []}, {"cookieAuth": []}]
+
 
 class UnverifiedQuerySerializer(serializers.Serializer):
     limit = serializers.IntegerField(min_value=1, max_value=500, default=50)
@@ -40,7 +43,8 @@ class VerificationView(MemoryScopedView):
 class VerifyView(VerificationView):
     verified = True
 
-    @extend_schema(operation_id="memory_verify", request=None, parameters=[MIND_PARAMETER],
+    @extend_schema(operation_id="memory_verify", request=None, auth=HUMAN_AUTH,
+                   parameters=[MIND_PARAMETER],
                    responses={200: MemorySerializer, **ERRORS}, tags=["verification"])
     def post(self, request, memory_id: str):
         """Mark a memory verified (records who and when, and audits it). Humans only."""
@@ -50,7 +54,8 @@ class VerifyView(VerificationView):
 class UnverifyView(VerificationView):
     verified = False
 
-    @extend_schema(operation_id="memory_unverify", request=None, parameters=[MIND_PARAMETER],
+    @extend_schema(operation_id="memory_unverify", request=None, auth=HUMAN_AUTH,
+                   parameters=[MIND_PARAMETER],
                    responses={200: MemorySerializer, **ERRORS}, tags=["verification"])
     def post(self, request, memory_id: str):
         """Withdraw a verification: the memory returns to the queue. Humans only."""

@@ -56,6 +56,9 @@ ERRORS = {400: OpenApiResponse(description="Invalid input (error shape)"),
           401: OpenApiResponse(description="Missing or wrong credentials"),
           403: OpenApiResponse(description="Mind Keys cannot use human routes"),
           404: OpenApiResponse(description="No such mind or key (or not yours)")}
+# Human routes: a JWT or a session. Mind Keys authenticate but are refused (403).
+HUMAN_AUTH = [{"jwtAuth": []}, {"cookieAuth": []}]
+ME_ERRORS = {401: ERRORS[401], 403: ERRORS[403]}
 TOKEN_ERRORS = {400: OpenApiResponse(description="Invalid input (error shape)"),
                 401: OpenApiResponse(description="Wrong credentials or invalid token"),
                 429: OpenApiResponse(description="Too many attempts; see Retry-After")}
@@ -173,7 +176,8 @@ class MeView(SynapseAPIView):
     permission_classes = [HumanOnly]
     uses_mind = False
 
-    @extend_schema(operation_id="auth_me", responses={200: UserSerializer, **ERRORS},
+    @extend_schema(operation_id="auth_me", auth=HUMAN_AUTH,
+                   responses={200: UserSerializer, **ME_ERRORS},
                    tags=["auth"])
     def get(self, request):
         """The signed-in human."""
@@ -215,14 +219,14 @@ class HumanView(SynapseAPIView):
 
 
 class MindCollectionView(HumanView):
-    @extend_schema(operation_id="minds_list", responses={200: MindSerializer(many=True),
-                                                         **ERRORS}, tags=["minds"])
+    @extend_schema(operation_id="minds_list", auth=HUMAN_AUTH,
+                   responses={200: MindSerializer(many=True), **ERRORS}, tags=["minds"])
     def get(self, request):
         """Your minds, oldest first, with memory, unverified and key counts."""
         return Response(MindSerializer(self.minds().order_by("created_at", "id"),
                                        many=True).data)
 
-    @extend_schema(operation_id="minds_create", request=MindCreateSerializer,
+    @extend_schema(operation_id="minds_create", auth=HUMAN_AUTH, request=MindCreateSerializer,
                    responses={201: MindSerializer, **ERRORS}, tags=["minds"])
     def post(self, request):
         """Create a mind (a memory space); hand its agents a key with POST /minds/{id}/keys."""
@@ -243,13 +247,13 @@ class MindDeleteQuerySerializer(serializers.Serializer):
 class MindDetailView(HumanView):
     query_serializers = {"DELETE": MindDeleteQuerySerializer}
 
-    @extend_schema(operation_id="minds_get", responses={200: MindSerializer, **ERRORS},
-                   tags=["minds"])
+    @extend_schema(operation_id="minds_get", auth=HUMAN_AUTH,
+                   responses={200: MindSerializer, **ERRORS}, tags=["minds"])
     def get(self, request, mind_id: str):
         """One of your minds."""
         return Response(MindSerializer(self.get_owned_mind(mind_id)).data)
 
-    @extend_schema(operation_id="minds_update", request=MindUpdateSerializer,
+    @extend_schema(operation_id="minds_update", auth=HUMAN_AUTH, request=MindUpdateSerializer,
                    responses={200: MindSerializer, **ERRORS}, tags=["minds"])
     def patch(self, request, mind_id: str):
         """Rename a mind or set its recall policy for unverified memories."""
@@ -259,7 +263,7 @@ class MindDetailView(HumanView):
         mind_update(mind=mind, actor=request.user, **serializer.validated_data)
         return Response(MindSerializer(self.get_owned_mind(mind_id)).data)
 
-    @extend_schema(operation_id="minds_delete", request=MindDeleteSerializer,
+    @extend_schema(operation_id="minds_delete", auth=HUMAN_AUTH, request=MindDeleteSerializer,
                    parameters=[OpenApiParameter("confirm", str, required=False,
                                                 description="The mind's name (or send it "
                                                 "as {\"confirm\": …} in the body).")],
@@ -285,15 +289,15 @@ class MindDetailView(HumanView):
 # -- Mind Keys ----------------------------------------------------------------------------
 
 class MindKeyCollectionView(HumanView):
-    @extend_schema(operation_id="keys_list", responses={200: MindKeySerializer(many=True),
-                                                        **ERRORS}, tags=["minds"])
+    @extend_schema(operation_id="keys_list", auth=HUMAN_AUTH,
+                   responses={200: MindKeySerializer(many=True), **ERRORS}, tags=["minds"])
     def get(self, request, mind_id: str):
         """The keys of a mind, newest first, revoked ones included (never the secret)."""
         mind = self.get_owned_mind(mind_id)
         keys = MindKey.objects.filter(mind=mind).order_by("-created_at", "-id")
         return Response(MindKeySerializer(keys, many=True).data)
 
-    @extend_schema(operation_id="keys_create", request=MindKeyCreateSerializer,
+    @extend_schema(operation_id="keys_create", auth=HUMAN_AUTH, request=MindKeyCreateSerializer,
                    responses={201: IssuedMindKeySerializer, **ERRORS}, tags=["minds"])
     def post(self, request, mind_id: str):
         """Issue a key. The answer carries the key itself: store it now, it is never shown
@@ -315,14 +319,14 @@ class MindKeyDetailView(HumanView):
             raise exceptions.NotFound("No such key.")
         return key
 
-    @extend_schema(operation_id="keys_get", responses={200: MindKeySerializer, **ERRORS},
-                   tags=["minds"])
+    @extend_schema(operation_id="keys_get", auth=HUMAN_AUTH,
+                   responses={200: MindKeySerializer, **ERRORS}, tags=["minds"])
     def get(self, request, mind_id: str, key_id: str):
         """One key of a mind (never the secret)."""
         return Response(MindKeySerializer(self.get_key(mind_id, key_id)).data)
 
-    @extend_schema(operation_id="keys_revoke", responses={200: MindKeySerializer, **ERRORS},
-                   tags=["minds"])
+    @extend_schema(operation_id="keys_revoke", auth=HUMAN_AUTH,
+                   responses={200: MindKeySerializer, **ERRORS}, tags=["minds"])
     def delete(self, request, mind_id: str, key_id: str):
         """Revoke a key: the next request made with it gets a 401. Revoking twice is fine."""
         key = key_revoke(key=self.get_key(mind_id, key_id), actor=request.user)
