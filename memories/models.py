@@ -9,6 +9,7 @@ from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
+from memories.crypto import FERNET_PREFIX, open_content
 from minds.models import Mind
 from synapse.ids import new_memory_id
 
@@ -135,6 +136,11 @@ class Memory(models.Model):
                                     name="memory_unique_key_outside_trash"),
             models.CheckConstraint(condition=Q(confidence__gte=0) & Q(confidence__lte=1),
                                    name="memory_confidence_0_1"),
+            # Encryption at rest enforced by the database: a write path that forgot to seal
+            # credentials content fails instead of storing the secret (memories.crypto).
+            models.CheckConstraint(
+                condition=~Q(category=Category.CREDENTIALS) | Q(content__startswith=FERNET_PREFIX),
+                name="memory_credentials_encrypted"),
         ]
         indexes = [
             models.Index(fields=["mind", "-updated_at"], name="memory_mind_updated"),
@@ -154,6 +160,11 @@ class Memory(models.Model):
     @property
     def is_credentials(self) -> bool:
         return self.category == Category.CREDENTIALS
+
+    def plaintext_content(self) -> str:
+        """The content in plaintext: credentials decrypted (memories.crypto). Redact with
+        memories.recall.display_content wherever the owner did not ask to reveal it."""
+        return open_content(self.category, self.content)
 
 
 # Fields whose change makes a new version (and that a version snapshot keeps).
@@ -178,12 +189,24 @@ class MemoryVersion(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["memory", "version"],
-                                               name="memory_version_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["memory", "version"], name="memory_version_unique"),
+            models.CheckConstraint(
+                condition=~Q(category=Category.CREDENTIALS) | Q(content__startswith=FERNET_PREFIX),
+                name="memory_version_credentials_encrypted"),
+        ]
         ordering = ["memory", "version"]
 
     def __str__(self) -> str:
         return f"{self.memory_id} v{self.version}"
+
+    @property
+    def is_credentials(self) -> bool:
+        return self.category == Category.CREDENTIALS
+
+    def plaintext_content(self) -> str:
+        """The snapshot's content in plaintext (see Memory.plaintext_content)."""
+        return open_content(self.category, self.content)
 
 
 class AuditEvent(models.Model):

@@ -13,9 +13,12 @@ from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 
 from memories.audit import describe_actor, record_event
-from memories.models import VERSIONED_FIELDS, Memory, MemoryVersion, Source
+from memories.compaction import AGENT_SOURCES, SUMMARY_CONFIDENCE, CompactionPlan
+from memories.crypto import CredentialsUnreadable, seal_content
+from memories.models import VERSIONED_FIELDS, Category, Memory, MemoryVersion, Source
 from minds.authentication import is_agent
 from minds.models import Mind
 
@@ -45,11 +48,17 @@ def normalize_tags(tags: list[str]) -> list[str]:
     return seen
 
 
-def derive_key(content: str) -> str:
+def derive_key(content: str, category: str | None = None) -> str:
     """A stable key for a memory stored without one: first words plus a content hash.
 
     The same content always derives the same key, so storing it again is ``unchanged``.
+    Credentials get no words of the secret and a keyed hash (not a plain one, which a
+    dictionary would reverse): ``credentials_<hmac>``.
     """
+    if category == Category.CREDENTIALS:
+        digest = salted_hmac("synapse.credentials.derive_key", content,
+                             algorithm="sha256").hexdigest()[:16]
+        return f"credentials_{digest}"
     words = re.findall(r"\w+", content.lower())[:5]
     stem = "_".join(words)[:60] or "memory"
     digest = hashlib.sha256(content.encode()).hexdigest()[:10]
@@ -97,7 +106,7 @@ def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | N
     changes nothing and answers ``unchanged``. Concurrent stores of one key serialise on
     the row lock, or on the unique index when the row does not exist yet.
     """
-    key = key or derive_key(content)
+    key = key or derive_key(content, category)
     provenance = _provenance(actor, source)
     changes: dict = {"content": content}
     if tags is not None:
@@ -138,6 +147,7 @@ def _create(*, mind: Mind, actor, category: str, key: str, changes: dict) -> Mem
     if memory.verified and not is_agent(actor):
         memory.verified_by = actor
         memory.verified_at = now
+    memory.content = seal_content(memory.category, memory.content)
     _mark_for_embedding(memory)
     memory.save(force_insert=True)
     _snapshot(memory, actor)
@@ -153,15 +163,23 @@ def _apply(*, memory: Memory, actor, changes: dict, provenance: dict,
     Provenance (source, verified) follows the writer, but only when the write changes
     something: an agent repeating a verified memory word for word leaves it verified.
     """
-    if not any(getattr(memory, name) != value for name, value in changes.items()):
+    # Compare plaintext: a credentials token differs on every encryption (random IV).
+    plaintext = _readable_content(memory)
+    current = {name: plaintext if name == "content" else getattr(memory, name)
+               for name in {*changes, *provenance}}
+    if not any(current[name] != value for name, value in changes.items()):
         return memory, False
     changes = {**changes, **provenance}
-    changed_fields = [name for name, value in changes.items()
-                      if getattr(memory, name) != value]
+    changed_fields = [name for name, value in changes.items() if current[name] != value]
     versioned = [name for name in changed_fields if name in VERSIONED_FIELDS]
     now = timezone.now()
     for name in changed_fields:
         setattr(memory, name, changes[name])
+    if "content" in changed_fields or "category" in changed_fields:
+        if plaintext is None and "content" not in changed_fields:
+            raise CredentialsUnreadable(f"Memory {memory.id} cannot be re-categorised: its "
+                                        "credentials key is no longer configured.")
+        memory.content = seal_content(memory.category, changes.get("content", plaintext))
     if "verified" in changed_fields:
         memory.verified_by = None if is_agent(actor) else actor
         memory.verified_at = None if is_agent(actor) else now
@@ -180,6 +198,14 @@ def _apply(*, memory: Memory, actor, changes: dict, provenance: dict,
     record_event(mind=memory.mind, actor=actor, action=action, memory_id=memory.id,
                  details={"version": memory.version, "fields": sorted(versioned)})
     return memory, True
+
+
+def _readable_content(memory: Memory) -> str | None:
+    """The stored plaintext, or None when no configured key opens it (a write replaces it)."""
+    try:
+        return memory.plaintext_content()
+    except CredentialsUnreadable:
+        return None
 
 
 def memory_update(*, memory: Memory, actor, **fields) -> tuple[Memory, bool]:
@@ -242,6 +268,7 @@ def memory_revert(*, memory: Memory, actor, version: int) -> Memory:
             raise MemoryVersion.DoesNotExist(f"Memory {locked.id} has no version {version}.")
         changes = {name: getattr(snapshot, name) for name in VERSIONED_FIELDS
                    if name != "source"}
+        changes["content"] = snapshot.plaintext_content()
         provenance = _provenance(actor, snapshot.source if is_agent(actor) else None)
         reverted, _changed = _apply(memory=locked, actor=actor, changes=changes,
                                     provenance=provenance, action="revert")
@@ -264,3 +291,92 @@ def memory_set_verified(*, memory: Memory, user, verified: bool) -> Memory:
         record_event(mind=locked.mind, actor=user, action="verify" if verified else "unverify",
                      memory_id=locked.id, details={"version": locked.version})
         return locked
+
+
+# -- Insight: compaction ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompactedCluster:
+    summary: Memory
+    superseded: list[str]
+
+
+def memory_compact(*, mind: Mind, actor, plan: CompactionPlan) -> list[CompactedCluster]:
+    """Apply a compaction plan (memories.compaction) in one transaction.
+
+    For each cluster: one summary memory (``source=system``, unverified, confidence 0.7)
+    and the originals marked superseded by it — out of recall, still readable by id, and
+    back with ``memory_uncompact``. A cluster whose members changed since it was planned
+    (edited, verified, deleted, superseded) is skipped whole, so a summary never says
+    something its originals no longer say and a verified memory is never touched.
+    """
+    done = []
+    with transaction.atomic():
+        for cluster in plan.clusters:
+            planned = {member.id: member.version for member in cluster.members}
+            locked = list(Memory.objects.select_for_update().for_mind(mind).current()
+                          .filter(pk__in=planned, verified=False, source__in=AGENT_SOURCES)
+                          .order_by("id"))
+            if len(locked) != len(planned) or any(
+                    planned[member.id] != member.version for member in locked):
+                continue
+            summary = _create(mind=mind, actor=actor, category=cluster.category,
+                              key=_free_key(mind, cluster.category, cluster.key), changes={
+                                  "content": cluster.content, "tags": cluster.tags,
+                                  "priority": cluster.priority,
+                                  "expires_at": cluster.expires_at, "source": Source.SYSTEM,
+                                  "verified": False, "confidence": SUMMARY_CONFIDENCE})
+            now = timezone.now()
+            for member in locked:
+                member.superseded_at = now
+                member.superseded_by = summary
+                member.updated_at = now
+            Memory.objects.bulk_update(locked, ["superseded_at", "superseded_by",
+                                                "updated_at"])
+            for member in locked:
+                record_event(mind=mind, actor=actor, action="compact", memory_id=member.id,
+                             details={"superseded_by": summary.id,
+                                      "cluster": sorted(planned)})
+            done.append(CompactedCluster(summary=summary, superseded=sorted(planned)))
+    return done
+
+
+def _free_key(mind: Mind, category: str, key: str) -> str:
+    """``key``, or ``key_2``, ``key_3``… when a memory outside the trash holds it."""
+    taken = set(Memory.objects.for_mind(mind).alive().filter(
+        category=category, key__startswith=key).values_list("key", flat=True))
+    candidate, number = key, 1
+    while candidate in taken:
+        number += 1
+        candidate = f"{key}_{number}"
+    return candidate
+
+
+def memory_uncompact(*, summary: Memory, actor) -> list[Memory]:
+    """Undo a compaction: the originals superseded by ``summary`` come back into recall
+    and the summary goes to the trash. Returns the originals."""
+    with transaction.atomic():
+        locked = Memory.objects.select_for_update().select_related("mind").get(pk=summary.pk)
+        originals = list(Memory.objects.select_for_update().filter(superseded_by=locked)
+                         .order_by("id"))
+        if not originals:
+            raise ValueError(f"Memory {locked.id} is not a compaction summary with "
+                             "superseded originals.")
+        now = timezone.now()
+        for original in originals:
+            original.superseded_at = None
+            original.superseded_by = None
+            original.updated_at = now
+        Memory.objects.bulk_update(originals, ["superseded_at", "superseded_by", "updated_at"])
+        for original in originals:
+            record_event(mind=locked.mind, actor=actor, action="uncompact",
+                         memory_id=original.id, details={"summary": locked.id})
+        if locked.deleted_at is None:
+            locked.deleted_at = now
+            locked.updated_at = now
+            locked.save(update_fields=["deleted_at", "updated_at"])
+            record_event(mind=locked.mind, actor=actor, action="delete", memory_id=locked.id,
+                         details={"category": locked.category, "key": locked.key,
+                                  "reason": "uncompact"})
+        return originals

@@ -2,8 +2,9 @@
 
 import re
 
-from rest_framework import serializers
+from rest_framework import exceptions, serializers
 
+from memories.crypto import CredentialsUnreadable
 from memories.models import Category, Memory, Priority, Source
 from memories.recall import display_content
 from synapse.api import StrictSerializer, TimestampField
@@ -87,6 +88,12 @@ class MemoryUpdateSerializer(StrictSerializer, MemoryFieldsMixin):
         return attrs
 
 
+class CredentialsKeyMissing(exceptions.APIException):
+    status_code = 500
+    default_detail = "This credentials memory cannot be decrypted with the configured keys."
+    default_code = "credentials_unreadable"
+
+
 class MemorySerializer(serializers.ModelSerializer):
     """A memory as the API returns it. ``credentials`` content is redacted unless the view
     asks for it (``GET /memory/{id}`` by the owning mind)."""
@@ -98,17 +105,23 @@ class MemorySerializer(serializers.ModelSerializer):
     updated_at = TimestampField(read_only=True)
     verified_at = TimestampField(read_only=True)
     deleted_at = TimestampField(read_only=True)
+    superseded_at = TimestampField(read_only=True)
+    superseded_by = serializers.CharField(source="superseded_by_id", read_only=True,
+                                          allow_null=True)
 
     class Meta:
         model = Memory
         fields = ["id", "mind_id", "category", "key", "content", "tags", "priority", "source",
                   "verified", "verified_at", "confidence", "expires_at", "version",
-                  "created_at", "updated_at", "deleted_at"]
+                  "created_at", "updated_at", "deleted_at", "superseded_at", "superseded_by"]
         read_only_fields = fields
 
     def get_content(self, memory: Memory) -> str:
         if self.context.get("reveal_credentials"):
-            return memory.content
+            try:
+                return memory.plaintext_content()
+            except CredentialsUnreadable as error:
+                raise CredentialsKeyMissing(str(error)) from error
         return display_content(memory)
 
 

@@ -2,7 +2,7 @@
 
 from django.urls import path, register_converter
 
-from memories.api import verification_views, views
+from memories.api import insight_views, verification_views, views
 
 
 class MemoryIdConverter:
@@ -32,4 +32,10 @@ urlpatterns = [
     path("memory/<memory_id:memory_id>/unverify", verification_views.UnverifyView.as_view(),
          name="memory-unverify"),
     # Lifecycle: versions, trash, sync, bulk, export/import, insight (memories.api.lifecycle_views)
+    # Insight: contradictions and compaction (memories.api.insight_views)
+    path("memory/contradictions", insight_views.ContradictionsView.as_view(),
+         name="memory-contradictions"),
+    path("memory/compact", insight_views.CompactView.as_view(), name="memory-compact"),
+    path("memory/<memory_id:memory_id>/uncompact", insight_views.UncompactView.as_view(),
+         name="memory-uncompact"),
 ]
