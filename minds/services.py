@@ -48,7 +48,15 @@ def mind_update(*, mind: Mind, actor=None, **fields) -> Mind:
 @transaction.atomic
 def mind_delete(*, mind: Mind, actor=None) -> None:
     """Delete a mind with every memory, version, key and audit event of it."""
-    mind.delete()
+    from memories.models import Memory, MemoryVersion
+
+    # Locked first: a write that references the mind waits for the delete, not races it.
+    locked = Mind.objects.select_for_update().get(pk=mind.pk)
+    # Bulk deletes in dependency order, loading only ids: a large mind never has its
+    # contents and vectors pulled into memory just to be deleted.
+    MemoryVersion.objects.filter(memory__mind=locked).delete()
+    Memory.objects.filter(mind=locked).only("pk").delete()
+    locked.delete()
 
 
 @transaction.atomic

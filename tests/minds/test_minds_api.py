@@ -3,6 +3,8 @@
 from urllib.parse import quote
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from memories.models import AuditEvent, Memory, MemoryVersion
@@ -157,7 +159,8 @@ def test_delete_with_the_wrong_name_is_400_and_keeps_the_mind(human, alice_mind)
 def test_delete_with_the_name_removes_everything_of_the_mind(
         human, alice_mind, alice_key, remember, bob_mind, bob_agent):
     memory = remember(content="first")
-    remember(key="second", content="second")
+    second = remember(key="second", content="second")
+    Memory.objects.filter(pk=memory.pk).update(superseded_by=second)
     bob_agent.post("/memory", {"category": "fact", "content": "bob's"}, format="json")
     response = human.delete(f"/minds/{alice_mind.id}", {"confirm": "Alice's Mind"},
                             format="json")
@@ -170,6 +173,20 @@ def test_delete_with_the_name_removes_everything_of_the_mind(
     assert Memory.objects.filter(mind=bob_mind).count() == 1
     # The mind's key died with it.
     assert key_client(alice_key[1]).get("/memory").status_code == 401
+
+
+def test_deleting_a_large_mind_takes_as_many_statements_as_a_small_one(human, alice, remember):
+    def statements_to_delete(memories: int) -> int:
+        mind = mind_create(owner=alice, name=f"{memories} memories")
+        for number in range(memories):
+            remember(mind=mind, key=f"note_{number}", content=f"note {number}")
+        with CaptureQueriesContext(connection) as queries:
+            response = human.delete(f"/minds/{mind.id}?confirm={quote(mind.name)}")
+        assert response.status_code == 204
+        assert not Memory.objects.filter(mind_id=mind.id).exists()
+        return len(queries)
+
+    assert statements_to_delete(40) == statements_to_delete(2)
 
 
 def test_delete_accepts_the_confirmation_as_a_query_parameter(human, alice_mind):
