@@ -334,6 +334,10 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
+        # httpx logs every URL it requests, query string included (the /mcp tools call the
+        # API in-process with it); the MCP SDK logs each stateless request at INFO.
+        "httpx": {"level": "WARNING"},
+        "mcp": {"level": "WARNING"},
         # runserver's request lines carry the query string: send them through the filter.
         "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "gunicorn.access": {"handlers": ["console"], "level": "INFO", "propagate": False},
