@@ -237,3 +237,11 @@ def test_an_access_token_of_a_deleted_user_is_401(alice):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     assert client.get("/auth/me").status_code == 401
+
+
+def test_a_deactivated_user_cannot_refresh(alice):
+    tokens = login().json()
+    alice.is_active = False
+    alice.save()
+    response = APIClient().post("/auth/refresh", {"refresh": tokens["refresh"]}, format="json")
+    assert_error(response, 401)

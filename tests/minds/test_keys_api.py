@@ -1,9 +1,12 @@
 """/minds/{id}/keys: issue (shown once), list, revoke; read-only keys on every write route."""
 
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 from rest_framework.views import APIView
@@ -11,7 +14,7 @@ from rest_framework.views import APIView
 from memories.models import AuditEvent, Memory
 from minds.keys import hash_key
 from minds.models import MindKey
-from minds.services import key_issue
+from minds.services import key_issue, key_revoke
 from tests.conftest import key_client
 
 pytestmark = pytest.mark.django_db
@@ -202,3 +205,21 @@ def test_a_read_only_key_is_refused_on_every_write_route(reader, remember, alice
     assert (memory.content, memory.version, memory.deleted_at) == ("Stays as it is", 1, None)
     assert Memory.objects.count() == 1
     assert AuditEvent.objects.count() == audit_before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_revokes_record_one_event_and_one_time(alice_key, alice):
+    key, _plaintext = alice_key
+    barrier = threading.Barrier(4)
+
+    def revoke(_number):
+        try:
+            barrier.wait()
+            return key_revoke(key=MindKey.objects.get(pk=key.pk), actor=alice).revoked_at
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        times = set(pool.map(revoke, range(4)))
+    assert len(times) == 1
+    assert AuditEvent.objects.filter(action="key_revoke").count() == 1
