@@ -83,9 +83,12 @@ def format_search(body: dict, query: str, mode: str) -> str:
         if snippet and snippet != memory.get("content"):
             memory = {**memory, "content": snippet}
         blocks.append(format_memory(memory, extra=extra))
-    total = body.get("count", len(results))
-    return f"{len(results)} of {total} result(s) for {query!r} ({mode}):\n\n" + "\n\n".join(
-        blocks)
+    head = f"{len(results)} result(s) for {query!r} ({mode})"
+    if body.get("matched") == "some":
+        head += "; no memory has every word, these have some"
+    if body.get("ignored_terms"):
+        head += f"; ignored: {', '.join(body['ignored_terms'])}"
+    return head + ":\n\n" + "\n\n".join(blocks)
 
 
 def format_stats(stats: dict) -> str:

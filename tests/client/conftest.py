@@ -74,6 +74,14 @@ def bob_key(bob_mind, bob):
     return key_issue(mind=bob_mind, name="bob agent", created_by=bob)[1]
 
 
+@pytest.fixture(params=["stdio", "http"])
+def connect(request, synapse_server):
+    """``connect(key)`` opens an MCP session over the transport under test."""
+    if request.param == "stdio":
+        return lambda key: stdio_session(synapse_server, key)
+    return lambda key: http_session(f"{synapse_server}/mcp", key)
+
+
 @asynccontextmanager
 async def http_session(url: str, key: str | None):
     """An initialized MCP ClientSession over streamable HTTP, sending ``key`` as Bearer."""

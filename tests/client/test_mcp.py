@@ -19,14 +19,6 @@ TOOLS = {"recall", "remember", "search", "get_memory", "update_memory", "forget"
 MEMORY_ID = re.compile(r"mem_[A-Za-z0-9]+")
 
 
-@pytest.fixture(params=["stdio", "http"])
-def connect(request, synapse_server):
-    """``connect(key)`` opens an MCP session over the transport under test."""
-    if request.param == "stdio":
-        return lambda key: stdio_session(synapse_server, key)
-    return lambda key: http_session(f"{synapse_server}/mcp", key)
-
-
 def run(scenario, *args):
     return anyio.run(scenario, *args)
 
