@@ -8,19 +8,33 @@ for every state change, the embedding mark for every change of meaning, and prov
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
+from memories import sync
 from memories.audit import describe_actor, record_event
 from memories.compaction import AGENT_SOURCES, SUMMARY_CONFIDENCE, CompactionPlan
 from memories.crypto import CredentialsUnreadable, seal_content
-from memories.models import VERSIONED_FIELDS, Category, Memory, MemoryVersion, Source
+from memories.models import (
+    VERSIONED_FIELDS,
+    Category,
+    Memory,
+    MemoryTombstone,
+    MemoryVersion,
+    Source,
+)
 from minds.authentication import is_agent
 from minds.models import Mind
+from synapse.ids import new_memory_id
+
+if TYPE_CHECKING:
+    from memories.export import Backup
 
 AGENT_DEFAULT_CONFIDENCE = 0.7
 USER_DEFAULT_CONFIDENCE = 1.0
@@ -291,6 +305,307 @@ def memory_set_verified(*, memory: Memory, user, verified: bool) -> Memory:
         record_event(mind=locked.mind, actor=user, action="verify" if verified else "unverify",
                      memory_id=locked.id, details={"version": locked.version})
         return locked
+
+
+# -- Lifecycle: sync, import, bulk delete, purge -------------------------------------------
+
+
+@dataclass
+class SyncResult:
+    """What a sync or a merging import did, change by change."""
+
+    added: int = 0
+    updated: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    stale: int = 0  # older than what this instance holds: ignored
+    skipped_redacted: int = 0  # credentials sent without their content
+    conflicts: list[dict] = field(default_factory=list)
+    memory_ids: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict:
+        return {"added": self.added, "updated": self.updated, "deleted": self.deleted,
+                "unchanged": self.unchanged, "stale": self.stale,
+                "skipped_redacted": self.skipped_redacted, "conflicts": len(self.conflicts)}
+
+
+def memory_sync(*, mind: Mind, actor, changes: list[sync.Change]) -> SyncResult:
+    """Apply changes from another instance (memories.sync has the rules). Idempotent.
+
+    Whatever arrives from an agent's sync is unverified; a human's sync keeps the
+    ``verified`` flag it carries. One transaction, one ``sync`` audit event.
+    """
+    with transaction.atomic():
+        _lock_mind(mind)
+        result = _apply_changes(mind=mind, actor=actor, changes=changes)
+        record_event(mind=mind, actor=actor, action="sync",
+                     details={**result.counts(), "memory_ids": result.memory_ids[:1000]})
+        return result
+
+
+def _lock_mind(mind: Mind) -> None:
+    # Syncs and imports of one mind run one at a time: each sees the others' result.
+    Mind.objects.select_for_update().filter(pk=mind.pk).first()
+
+
+def _apply_changes(*, mind: Mind, actor, changes: list[sync.Change]) -> SyncResult:
+    result = SyncResult()
+    for change in sorted(changes, key=lambda change: (change.updated_at, change.deleted)):
+        if change.redacted:
+            result.skipped_redacted += 1
+            continue
+        try:
+            with transaction.atomic():
+                _apply_change(mind=mind, actor=actor, change=change, result=result)
+        except (IntegrityError, MemoryConflict):
+            result.conflicts.append({
+                "id": change.id, "category": change.category, "key": change.key,
+                "reason": "Another memory of this mind holds this category and key."})
+    return result
+
+
+def _apply_change(*, mind: Mind, actor, change: sync.Change, result: SyncResult) -> None:
+    alive = None
+    if change.id:
+        alive = (Memory.objects.select_for_update().for_mind(mind).alive()
+                 .filter(pk=change.id).first())
+    if alive is None:
+        alive = _locked_current(mind, change.category, change.key)
+    if alive is not None:
+        local = sync.rank(updated_at=alive.updated_at, deleted=False,
+                          fingerprint=sync.memory_fingerprint(alive))
+        if not sync.incoming_wins(change, local):
+            if sync.rank(updated_at=change.updated_at, deleted=change.deleted,
+                         fingerprint=change.fingerprint) == local:
+                result.unchanged += 1
+            else:
+                result.stale += 1
+            return
+        if change.deleted:
+            alive.deleted_at = change.deleted_at or change.updated_at
+            alive.updated_at = change.updated_at
+            alive.save(update_fields=["deleted_at", "updated_at"])
+            result.deleted += 1
+        elif sync.memory_fingerprint(alive) == change.fingerprint:
+            # Same words, later time: only the clock catches up (no new version).
+            alive.updated_at = change.updated_at
+            alive.save(update_fields=["updated_at"])
+            result.unchanged += 1
+            return
+        else:
+            _write_synced(mind=mind, actor=actor, change=change, target=alive)
+            result.updated += 1
+        result.memory_ids.append(alive.id)
+        return
+    if change.deleted:
+        result.unchanged += 1
+        return
+    deletion = _newest_deletion(mind, change)
+    if deletion is not None and not sync.incoming_wins(change, deletion):
+        # Never bring a deleted memory back with a copy older than its deletion.
+        result.stale += 1
+        return
+    trashed = (Memory.objects.select_for_update().for_mind(mind).in_trash()
+               .filter(pk=change.id).first()) if change.id else None
+    memory = _write_synced(mind=mind, actor=actor, change=change, target=trashed)
+    result.added += 1
+    result.memory_ids.append(memory.id)
+
+
+def _newest_deletion(mind: Mind, change: sync.Change) -> tuple | None:
+    """The rank of the latest deletion here of the memory ``change`` describes."""
+    same = Q(category=change.category, key=change.key)
+    if change.id:
+        same |= Q(pk=change.id)
+    times = [time for time in (
+        Memory.objects.for_mind(mind).in_trash().filter(same)
+        .order_by("-updated_at").values_list("updated_at", flat=True).first(),
+        MemoryTombstone.objects.filter(mind=mind).filter(same)
+        .order_by("-updated_at").values_list("updated_at", flat=True).first(),
+    ) if time is not None]
+    if not times:
+        return None
+    return sync.rank(updated_at=max(times), deleted=True, fingerprint="")
+
+
+def _synced_provenance(actor, change: sync.Change) -> dict:
+    if is_agent(actor):
+        source = change.source if change.source in (Source.AGENT, Source.TOOL,
+                                                     Source.SYSTEM) else Source.AGENT
+        return {"source": source, "verified": False}
+    return {"source": change.source or Source.USER, "verified": change.verified}
+
+
+def _id_is_free(memory_id: str) -> bool:
+    return not (Memory.objects.filter(pk=memory_id).exists()
+                or MemoryTombstone.objects.filter(pk=memory_id).exists())
+
+
+def _write_synced(*, mind: Mind, actor, change: sync.Change, target: Memory | None) -> Memory:
+    """Write an incoming live state into ``target`` (None: a new memory), keeping the
+    incoming timestamps; a new version snapshot records it."""
+    if target is None:
+        memory_id = change.id if change.id and _id_is_free(change.id) else new_memory_id()
+        target = Memory(id=memory_id, mind=mind, version=0,
+                        created_at=change.created_at or change.updated_at)
+        insert = True
+    else:
+        insert = False
+    memory = target
+    memory.category, memory.key = change.category, change.key
+    for name in sync.SYNCED_FIELDS:
+        setattr(memory, name, change.fields[name])
+    memory.content = seal_content(memory.category, change.fields["content"])
+    provenance = _synced_provenance(actor, change)
+    memory.source, memory.verified = provenance["source"], provenance["verified"]
+    memory.verified_by = actor if memory.verified else None
+    memory.verified_at = (change.verified_at or change.updated_at) if memory.verified else None
+    memory.version += 1
+    memory.updated_at = change.updated_at
+    memory.deleted_at = None
+    _mark_for_embedding(memory)
+    memory.save(force_insert=insert)
+    _snapshot(memory, actor)
+    return memory
+
+
+def memory_bulk_delete(*, mind: Mind, actor, ids: list[str]) -> tuple[list[str], list[str]]:
+    """Move the listed memories of ``mind`` to the trash; returns (deleted, not found).
+
+    Ids of other minds, unknown ids and memories already in the trash are not found and
+    stay untouched. One transaction, one ``bulk_delete`` audit event."""
+    wanted = list(dict.fromkeys(ids))
+    with transaction.atomic():
+        found = list(Memory.objects.select_for_update().for_mind(mind).alive()
+                     .filter(pk__in=wanted).order_by("id").values_list("id", flat=True))
+        if found:
+            now = timezone.now()
+            Memory.objects.filter(pk__in=found).update(deleted_at=now, updated_at=now)
+            record_event(mind=mind, actor=actor, action="bulk_delete",
+                         details={"count": len(found), "memory_ids": found})
+    deleted = set(found)
+    return found, [memory_id for memory_id in wanted if memory_id not in deleted]
+
+
+def memory_purge_trash(*, older_than: datetime, actor=None, batch_size: int = 1000) -> int:
+    """Delete for good what has been in the trash since before ``older_than``.
+
+    Each purged memory leaves a tombstone, so sync still knows it was deleted. Works in
+    batches (one transaction and one ``purge`` audit event per mind each); rows another
+    purge holds are skipped. Returns how many memories were purged."""
+    purged = 0
+    while True:
+        with transaction.atomic():
+            batch = list(Memory.objects.in_trash().filter(deleted_at__lt=older_than)
+                         .select_for_update(skip_locked=True)
+                         .only("id", "mind_id", "category", "key", "deleted_at", "updated_at")
+                         .order_by("deleted_at", "id")[:batch_size])
+            if not batch:
+                return purged
+            MemoryTombstone.objects.bulk_create([
+                MemoryTombstone(id=memory.id, mind_id=memory.mind_id, category=memory.category,
+                                key=memory.key, deleted_at=memory.deleted_at,
+                                updated_at=memory.updated_at) for memory in batch])
+            Memory.objects.filter(pk__in=[memory.id for memory in batch]).delete()
+            by_mind: dict[str, list[str]] = {}
+            for memory in batch:
+                by_mind.setdefault(memory.mind_id, []).append(memory.id)
+            for mind in Mind.objects.filter(pk__in=by_mind):
+                record_event(mind=mind, actor=actor, action="purge",
+                             details={"count": len(by_mind[mind.pk]),
+                                      "memory_ids": by_mind[mind.pk],
+                                      "deleted_before": older_than.isoformat()})
+            purged += len(batch)
+
+
+class ImportRejected(Exception):
+    """An export that cannot be restored as it stands (the message says why)."""
+
+
+def mind_import(*, mind: Mind, actor, backup: "Backup") -> dict:
+    """Restore a JSON export (memories.export.parse_backup) into ``mind``.
+
+    Into an empty mind (no memories, not even in the trash) it is restored exactly:
+    every version, tombstone, timestamp and provenance, ids kept where no other memory
+    holds them. Into a non-empty mind the current states are merged with the sync rules.
+    Agents import unverified memories. One transaction, one ``import`` audit event.
+    Raises ImportRejected."""
+    with transaction.atomic():
+        _lock_mind(mind)
+        empty = not (Memory.objects.for_mind(mind).exists()
+                     or MemoryTombstone.objects.filter(mind=mind).exists())
+        if empty:
+            try:
+                with transaction.atomic():
+                    counts = {"mode": "restore",
+                              **_restore_backup(mind=mind, actor=actor, backup=backup)}
+            except IntegrityError as error:
+                raise ImportRejected(
+                    "The export holds two memories with the same id, two with the same "
+                    "category and key outside the trash, or two versions with the same "
+                    "number.") from error
+        else:
+            result = _apply_changes(mind=mind, actor=actor, changes=backup.changes())
+            counts = {"mode": "merge", **result.counts()}
+        record_event(mind=mind, actor=actor, action="import", details=counts)
+        return counts
+
+
+def _chunks(items: list, size: int):
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def _restore_backup(*, mind: Mind, actor, backup: "Backup") -> dict:
+    memories = [item for item in backup.memories if not item["content_redacted"]]
+    wanted = [item["id"] for item in memories] + [item["id"] for item in backup.tombstones]
+    taken: set[str] = set()
+    for chunk in _chunks(wanted, 10_000):
+        taken.update(Memory.objects.filter(pk__in=chunk).values_list("pk", flat=True))
+        taken.update(MemoryTombstone.objects.filter(pk__in=chunk).values_list("pk", flat=True))
+    new_id = {old: new_memory_id() if old in taken else old for old in wanted}
+    agent = is_agent(actor)
+    versions_restored = 0
+    for chunk in _chunks(memories, 1000):
+        rows, versions = [], []
+        for item in chunk:
+            source = item["source"]
+            if agent and source == Source.USER:
+                source = Source.AGENT
+            verified = item["verified"] and not agent
+            rows.append(Memory(
+                id=new_id[item["id"]], mind=mind, category=item["category"], key=item["key"],
+                content=seal_content(item["category"], item["content"]), tags=item["tags"],
+                priority=item["priority"], source=source, verified=verified,
+                verified_by=actor if verified else None,
+                verified_at=item["verified_at"] if verified else None,
+                confidence=item["confidence"], expires_at=item["expires_at"],
+                version=item["version"], created_at=item["created_at"],
+                updated_at=item["updated_at"], deleted_at=item["deleted_at"],
+                superseded_at=item["superseded_at"],
+                embedding_pending=item["category"] != Category.CREDENTIALS))
+            versions += [MemoryVersion(
+                memory_id=new_id[item["id"]], version=snapshot["version"],
+                category=snapshot["category"], key=snapshot["key"],
+                content=seal_content(snapshot["category"], snapshot["content"]),
+                tags=snapshot["tags"], priority=snapshot["priority"], source=snapshot["source"],
+                confidence=snapshot["confidence"], expires_at=snapshot["expires_at"],
+                actor=snapshot["actor"], created_at=snapshot["created_at"])
+                for snapshot in item["versions"] if not snapshot["content_redacted"]]
+        Memory.objects.bulk_create(rows)
+        MemoryVersion.objects.bulk_create(versions)
+        versions_restored += len(versions)
+    superseded = [Memory(id=new_id[item["id"]], superseded_by_id=new_id[item["superseded_by"]])
+                  for item in memories if item["superseded_by"] in new_id]
+    Memory.objects.bulk_update(superseded, ["superseded_by"], batch_size=1000)
+    MemoryTombstone.objects.bulk_create([
+        MemoryTombstone(id=new_id[item["id"]], mind=mind, category=item["category"],
+                        key=item["key"], deleted_at=item["deleted_at"],
+                        updated_at=item["updated_at"]) for item in backup.tombstones])
+    return {"memories": len(memories), "versions": versions_restored,
+            "tombstones": len(backup.tombstones),
+            "skipped_redacted": len(backup.memories) - len(memories),
+            "ids_reassigned": sum(1 for old, new in new_id.items() if old != new)}
 
 
 # -- Insight: compaction ---------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from django.urls import path, register_converter
 
-from memories.api import insight_views, verification_views, views
+from memories.api import insight_views, lifecycle_views, verification_views, views
 
 
 class MemoryIdConverter:
@@ -32,6 +32,23 @@ urlpatterns = [
     path("memory/<memory_id:memory_id>/unverify", verification_views.UnverifyView.as_view(),
          name="memory-unverify"),
     # Lifecycle: versions, trash, sync, bulk, export/import, insight (memories.api.lifecycle_views)
+    path("memory/<memory_id:memory_id>/versions", lifecycle_views.MemoryVersionsView.as_view(),
+         name="memory-versions"),
+    path("memory/<memory_id:memory_id>/revert", lifecycle_views.MemoryRevertView.as_view(),
+         name="memory-revert"),
+    path("memory/trash", lifecycle_views.TrashView.as_view(), name="memory-trash"),
+    path("memory/<memory_id:memory_id>/restore", lifecycle_views.MemoryRestoreView.as_view(),
+         name="memory-restore"),
+    path("memory/expiring", lifecycle_views.ExpiringView.as_view(), name="memory-expiring"),
+    path("memory/diff", lifecycle_views.DiffView.as_view(), name="memory-diff"),
+    path("memory/sync", lifecycle_views.SyncView.as_view(), name="memory-sync"),
+    path("memory/bulk-delete", lifecycle_views.BulkDeleteView.as_view(),
+         name="memory-bulk-delete"),
+    path("memory/mind-export", lifecycle_views.ExportView.as_view(), name="memory-export"),
+    path("mind/export", lifecycle_views.ExportView.as_view(), name="mind-export"),
+    path("memory/mind-import", lifecycle_views.ImportView.as_view(), name="memory-import"),
+    path("memory/audit", lifecycle_views.AuditView.as_view(), name="memory-audit"),
+    path("memory/stats", lifecycle_views.StatsView.as_view(), name="memory-stats"),
     # Insight: contradictions and compaction (memories.api.insight_views)
     path("memory/contradictions", insight_views.ContradictionsView.as_view(),
          name="memory-contradictions"),

@@ -1,0 +1,280 @@
+"""Mind export (streamed JSON or CSV) and the reading of an export for import.
+
+The JSON export is a full backup::
+
+    {"format": "synapse.mind-export", "format_version": 1, "exported_at": "…",
+     "mind": {…}, "credentials": "included" | "redacted",
+     "memories": [{…every field…, "versions": [{…}, …]}, …],
+     "tombstones": [{"id", "category", "key", "deleted_at", "updated_at"}, …]}
+
+``memories`` holds every memory of the mind, the trash and superseded ones included,
+each with its whole version history; ``tombstones`` the memories purged from the trash.
+It is written piece by piece from a server-side cursor, so a mind of any size exports
+in constant memory. Embeddings are not exported: the worker recomputes them.
+"""
+
+import csv
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from django.db.models import Prefetch
+from django.utils import timezone
+
+from memories.models import Category, Memory, MemoryTombstone, MemoryVersion, Priority, Source
+from memories.services import normalize_tags
+from memories.sync import (
+    SYNCED_FIELDS,
+    Change,
+    memory_payload,
+    output_content,
+    tombstone_payload,
+)
+from minds.models import Mind
+from synapse.api import format_timestamp, parse_timestamp
+
+FORMAT = "synapse.mind-export"
+FORMAT_VERSION = 1
+CHUNK_SIZE = 1000
+CSV_COLUMNS = ["id", "category", "key", "content", "tags", "priority", "source", "verified",
+               "confidence", "expires_at", "version", "created_at", "updated_at"]
+
+
+def version_payload(snapshot: MemoryVersion, *, reveal: bool) -> dict:
+    payload = {"version": snapshot.version, "category": snapshot.category, "key": snapshot.key,
+               "content": output_content(snapshot, reveal=reveal), "tags": list(snapshot.tags),
+               "priority": snapshot.priority, "source": snapshot.source,
+               "confidence": snapshot.confidence,
+               "expires_at": format_timestamp(snapshot.expires_at), "actor": snapshot.actor,
+               "created_at": format_timestamp(snapshot.created_at)}
+    if snapshot.category == Category.CREDENTIALS and not reveal:
+        payload["content_redacted"] = True
+    return payload
+
+
+def _dumps(value) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def export_json(*, mind: Mind, reveal: bool) -> Iterator[str]:
+    """The JSON export of ``mind``, in pieces of about CHUNK_SIZE memories."""
+    head = {"format": FORMAT, "format_version": FORMAT_VERSION,
+            "exported_at": format_timestamp(timezone.now()),
+            "mind": {"id": mind.id, "name": mind.name,
+                     "unverified_in_recall": mind.unverified_in_recall,
+                     "created_at": format_timestamp(mind.created_at)},
+            "credentials": "included" if reveal else "redacted"}
+    yield _dumps(head)[:-1] + ',"memories":['
+    memories = (Memory.objects.for_mind(mind).defer("search_vector", "embedding")
+                .order_by("created_at", "id")
+                .prefetch_related(Prefetch("versions",
+                                           queryset=MemoryVersion.objects.order_by("version"))))
+    piece: list[str] = []
+    first = True
+    for memory in memories.iterator(chunk_size=CHUNK_SIZE):
+        item = memory_payload(memory, reveal=reveal)
+        item["versions"] = [version_payload(snapshot, reveal=reveal)
+                            for snapshot in memory.versions.all()]
+        piece.append(("" if first else ",") + _dumps(item))
+        first = False
+        if len(piece) >= CHUNK_SIZE:
+            yield "".join(piece)
+            piece = []
+    yield "".join(piece) + '],"tombstones":['
+    tombstones = MemoryTombstone.objects.filter(mind=mind).order_by("deleted_at", "id")
+    yield ",".join(_dumps(tombstone_payload(tombstone))
+                   for tombstone in tombstones.iterator(chunk_size=CHUNK_SIZE))
+    yield "]}\n"
+
+
+class _Line:
+    """A file-like target for csv.writer that hands back what it was given."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def export_csv(*, mind: Mind, reveal: bool) -> Iterator[str]:
+    """Current memories (not in the trash, not superseded), one row each."""
+    writer = csv.writer(_Line())
+    yield writer.writerow(CSV_COLUMNS)
+    memories = (Memory.objects.for_mind(mind).current().defer("search_vector", "embedding")
+                .order_by("category", "key"))
+    for memory in memories.iterator(chunk_size=CHUNK_SIZE):
+        yield writer.writerow([
+            memory.id, memory.category, memory.key, output_content(memory, reveal=reveal),
+            ", ".join(memory.tags), memory.priority, memory.source,
+            "true" if memory.verified else "false", memory.confidence,
+            format_timestamp(memory.expires_at) or "", memory.version,
+            format_timestamp(memory.created_at), format_timestamp(memory.updated_at)])
+
+
+# -- Reading an export ----------------------------------------------------------------------
+
+class BackupInvalid(ValueError):
+    """An export that does not read; ``path`` says where (``memories[3].category``)."""
+
+    def __init__(self, path: str, message: str):
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+@dataclass
+class Backup:
+    """A read and checked JSON export (see the module docstring)."""
+
+    memories: list[dict]
+    tombstones: list[dict]
+
+    def changes(self) -> list[Change]:
+        """The current state of every memory and tombstone, as sync changes."""
+        changes = []
+        for item in self.memories:
+            deleted = item["deleted_at"] is not None
+            changes.append(Change(
+                id=item["id"], category=item["category"], key=item["key"],
+                updated_at=item["updated_at"], deleted=deleted, deleted_at=item["deleted_at"],
+                fields={} if deleted else {name: item[name] for name in SYNCED_FIELDS},
+                source=item["source"], verified=item["verified"],
+                verified_at=item["verified_at"], created_at=item["created_at"],
+                redacted=item["content_redacted"] and not deleted))
+        changes += [Change(id=item["id"], category=item["category"], key=item["key"],
+                           updated_at=item["updated_at"], deleted=True,
+                           deleted_at=item["deleted_at"]) for item in self.tombstones]
+        return changes
+
+
+class _Reader:
+    """Checks one object of the export, field by field, naming the path of a fault."""
+
+    def __init__(self, data, path: str):
+        if not isinstance(data, dict):
+            raise BackupInvalid(path, "Expected a JSON object.")
+        self.data = data
+        self.path = path
+
+    def fail(self, name: str, message: str):
+        raise BackupInvalid(f"{self.path}.{name}", message)
+
+    def get(self, name: str, default=...):
+        if name not in self.data:
+            if default is ...:
+                self.fail(name, "This field is required.")
+            return default
+        return self.data[name]
+
+    def text(self, name: str, *, max_length: int, allow_blank: bool = False) -> str:
+        value = self.get(name)
+        if not isinstance(value, str) or (not allow_blank and not value.strip()):
+            self.fail(name, "Expected a non-empty string.")
+        if len(value) > max_length or "\x00" in value:
+            self.fail(name, f"At most {max_length} characters, no NUL bytes.")
+        return value
+
+    def memory_id(self, name: str = "id") -> str:
+        value = self.text(name, max_length=40)
+        if not value.startswith("mem_") or not value[4:].isalnum():
+            self.fail(name, "Expected a memory id (mem_…).")
+        return value
+
+    def choice(self, name: str, choices, default=...) -> str:
+        value = self.get(name, default)
+        if value not in choices:
+            self.fail(name, f"Expected one of: {', '.join(choices)}.")
+        return value
+
+    def boolean(self, name: str, default=...) -> bool:
+        value = self.get(name, default)
+        if not isinstance(value, bool):
+            self.fail(name, "Expected true or false.")
+        return value
+
+    def number(self, name: str) -> float:
+        value = self.get(name)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            self.fail(name, "Expected a number from 0 to 1.")
+        return float(value)
+
+    def integer(self, name: str) -> int:
+        value = self.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**31:
+            self.fail(name, "Expected a positive integer.")
+        return value
+
+    def timestamp(self, name: str, *, required: bool = False):
+        value = self.get(name, ... if required else None)
+        if value is None:
+            if required:
+                self.fail(name, "This field is required.")
+            return None
+        try:
+            return parse_timestamp(value)
+        except (ValueError, OverflowError, OSError) as error:
+            self.fail(name, str(error))
+
+    def tags(self, name: str = "tags") -> list[str]:
+        value = self.get(name, [])
+        if (not isinstance(value, list) or len(value) > 20
+                or not all(isinstance(tag, str) and 0 < len(tag) <= 50 for tag in value)):
+            self.fail(name, "Expected at most 20 tags of 1 to 50 characters.")
+        return normalize_tags(value)
+
+    def fields(self) -> dict:
+        """The fields every memory and version carries."""
+        return {"category": self.choice("category", Category.values),
+                "key": self.text("key", max_length=200),
+                "content": self.text("content", max_length=50_000),
+                "content_redacted": self.boolean("content_redacted", False),
+                "tags": self.tags(), "priority": self.choice("priority", Priority.values),
+                "source": self.choice("source", Source.values),
+                "confidence": self.number("confidence"),
+                "expires_at": self.timestamp("expires_at")}
+
+
+def parse_backup(data) -> Backup:
+    """Read and check a JSON export. Raises BackupInvalid naming the faulty field."""
+    top = _Reader(data, "export")
+    if top.get("format") != FORMAT:
+        top.fail("format", f"Not a Synapse mind export (expected {FORMAT!r}).")
+    if top.get("format_version") != FORMAT_VERSION:
+        top.fail("format_version", f"This server reads format version {FORMAT_VERSION}.")
+    memories_data, tombstones_data = top.get("memories"), top.get("tombstones", [])
+    if not isinstance(memories_data, list):
+        top.fail("memories", "Expected a list.")
+    if not isinstance(tombstones_data, list):
+        top.fail("tombstones", "Expected a list.")
+    memories = []
+    for position, raw in enumerate(memories_data):
+        reader = _Reader(raw, f"memories[{position}]")
+        item = {"id": reader.memory_id(), **reader.fields(),
+                "verified": reader.boolean("verified", False),
+                "verified_at": reader.timestamp("verified_at"),
+                "version": reader.integer("version"),
+                "created_at": reader.timestamp("created_at", required=True),
+                "updated_at": reader.timestamp("updated_at", required=True),
+                "deleted_at": reader.timestamp("deleted_at"),
+                "superseded_at": reader.timestamp("superseded_at"),
+                "superseded_by": reader.get("superseded_by", None)}
+        if item["superseded_by"] is not None:
+            item["superseded_by"] = reader.memory_id("superseded_by")
+        versions_data = reader.get("versions", [])
+        if not isinstance(versions_data, list):
+            reader.fail("versions", "Expected a list.")
+        versions = []
+        for number, raw_version in enumerate(versions_data):
+            snapshot = _Reader(raw_version, f"{reader.path}.versions[{number}]")
+            versions.append({"version": snapshot.integer("version"), **snapshot.fields(),
+                             "actor": snapshot.text("actor", max_length=200),
+                             "created_at": snapshot.timestamp("created_at", required=True)})
+        item["versions"] = versions
+        memories.append(item)
+    tombstones = []
+    for position, raw in enumerate(tombstones_data):
+        reader = _Reader(raw, f"tombstones[{position}]")
+        tombstones.append({"id": reader.memory_id(),
+                           "category": reader.choice("category", Category.values),
+                           "key": reader.text("key", max_length=200),
+                           "deleted_at": reader.timestamp("deleted_at", required=True),
+                           "updated_at": reader.timestamp("updated_at", required=True)})
+    return Backup(memories=memories, tombstones=tombstones)
