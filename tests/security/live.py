@@ -93,7 +93,7 @@ class Server:
         while time.monotonic() < deadline:
             assert self.process.poll() is None, self.output()
             try:
-                httpx.get(self.url + "/api/schema/", timeout=2)
+                httpx.get(self.url + "/auth/me", timeout=2)
                 return
             except httpx.HTTPError:
                 time.sleep(0.3)
