@@ -212,11 +212,16 @@ class SynapseClient:
             total = int(response.headers["Content-Length"]) if response.headers.get(
                 "Content-Length", "").isdigit() else None
             done = 0
-            async for chunk in response.aiter_bytes():
-                done += len(chunk)
-                if progress:
-                    progress(done, total)
-                yield chunk
+            try:
+                async for chunk in response.aiter_bytes():
+                    done += len(chunk)
+                    if progress:
+                        progress(done, total)
+                    yield chunk
+            except httpx.HTTPError as error:
+                raise SynapseError(0, "interrupted", f"The export from {self.url} broke off "
+                                   f"after {done} bytes: {error.__class__.__name__}; nothing "
+                                   "complete was received.") from error
         finally:
             await response.aclose()
 
