@@ -320,6 +320,8 @@ class MemoryEditView(MemoryPageView):
 
     def post(self, request, mind_id, memory_id):
         memory = self.get_memory(memory_id)
+        if memory.deleted_at is not None:
+            return self.get(request, mind_id, memory_id)
         form = MemoryForm(request.POST)
         if not form.is_valid():
             return self.get(request, mind_id, memory_id, form=form)

@@ -12,8 +12,7 @@ mind = "minds/<str:mind_id>"
 memory = f"{mind}/memories/<str:memory_id>"
 
 urlpatterns = [
-    path("login", auth_views.LoginView.as_view(redirect_authenticated_user=True),
-         name="login"),
+    path("login", mind_views.SignInView.as_view(), name="login"),
     path("logout", auth_views.LogoutView.as_view(), name="logout"),
     path("", mind_views.MindListView.as_view(), name="minds"),
     path(f"{mind}/", memory_views.MemoryBrowserView.as_view(), name="browser"),

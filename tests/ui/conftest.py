@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
+from django.core.cache import cache
 
 from tests.conftest import PASSWORD
 
@@ -33,7 +34,19 @@ def browser():
 
 
 @pytest.fixture
-def page(browser, live_server):
+def generous_sign_in(settings):
+    """Browser tests sign in many times a minute from one address; the sign-in rate limit
+    is tested on its own (test_views), and its counters outlive each test's database."""
+    rates = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {
+        **rates, "login": "1000/min", "login_username": "1000/min"}}
+    yield
+    # Live-server tests commit: leave no attempt counted against tests that come later.
+    cache.clear()
+
+
+@pytest.fixture
+def page(browser, live_server, generous_sign_in):
     context = browser.new_context(viewport=DESKTOP, base_url=live_server.url,
                                   permissions=["clipboard-read", "clipboard-write"])
     context.set_default_timeout(10_000)
@@ -45,7 +58,7 @@ def page(browser, live_server):
 
 
 @pytest.fixture
-def phone(browser, live_server):
+def phone(browser, live_server, generous_sign_in):
     context = browser.new_context(viewport=PHONE, base_url=live_server.url,
                                   device_scale_factor=2, is_mobile=True, has_touch=True)
     context.set_default_timeout(10_000)

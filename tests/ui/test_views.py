@@ -466,3 +466,31 @@ def test_content_diff_folds_long_unchanged_runs():
     kinds = [line.kind for line in content_diff(old, new)]
     assert kinds == ["gap"] + ["same"] * 3 + ["del", "ins"] + ["same"] * 3 + ["gap"]
     assert content_diff(old, new)[0].skipped == 7
+
+
+def test_sign_in_attempts_are_rate_limited_like_the_api_login(client, alice, settings):
+    rates = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {
+        **rates, "login_username": "3/min", "login": "100/min"}}
+    for _attempt in range(3):
+        assert client.post("/ui/login", {"username": "alice", "password": "wrong"}
+                           ).status_code == 200
+    refused = client.post("/ui/login", {"username": "alice", "password": PASSWORD})
+    assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
+    assert "Too many sign-in attempts" in text(refused)
+    assert "_auth_user_id" not in client.session
+    # The API login shares the counter: no way around the limit through the other door.
+    api = APIClient().post("/auth/login", {"username": "alice", "password": PASSWORD},
+                           format="json")
+    assert api.status_code == 429
+
+
+def test_a_memory_in_the_trash_cannot_be_edited_until_restored(browser, ui, remember, alice):
+    memory = remember(content="before")
+    memory_delete(memory=memory, actor=alice)
+    response = browser.post(ui(f"memories/{memory.id}/edit"), {
+        "category": "fact", "key": memory.key, "content": "after", "tags": "",
+        "priority": "normal", "confidence": "1", "expires_at": ""}, follow=True)
+    assert "restore it to edit it" in text(response)
+    memory.refresh_from_db()
+    assert (memory.content, memory.version) == ("before", 1)
