@@ -79,19 +79,31 @@ class MemoryQuerySet(models.QuerySet):
     def in_trash(self) -> "MemoryQuerySet":
         return self.filter(deleted_at__isnull=False)
 
-    def with_priority_rank(self) -> "MemoryQuerySet":
-        """Annotate ``priority_rank`` (0 = critical … 3 = low) for ordering."""
-        return self.annotate(priority_rank=Case(
-            *[When(priority=p, then=Value(rank)) for p, rank in PRIORITY_RANK.items()],
-            default=Value(2), output_field=models.IntegerField()))
-
     def recall_order(self) -> "MemoryQuerySet":
         """Critical first, then high, normal, low; most recently updated first within each."""
-        return self.with_priority_rank().order_by("priority_rank", "-updated_at", "id")
+        return self.order_by("priority_rank", "-updated_at", "id")
 
     def needing_embedding(self) -> "MemoryQuerySet":
         """Rows marked for the embedding worker."""
         return self.filter(embedding_pending=True)
+
+    def matching(self, query: str) -> "MemoryQuerySet":
+        """Memories matching a query in the search syntax (words ANDed, "phrase",
+        prefix*, OR, -exclusion); raises memories.search.QuerySyntaxError when malformed.
+        Ranking and the natural-language fallback live in memories.search."""
+        from memories.search import parse_query, search_query
+
+        return self.filter(search_vector=search_query(parse_query(query)))
+
+    def nearest(self, vector, k: int) -> "MemoryQuerySet":
+        """The ``k`` embedded memories nearest to ``vector``, annotated with ``distance``
+        (cosine). Evaluate inside memories.search.iterative_scan() so a filtered set
+        still gets k rows from the HNSW index."""
+        from pgvector.django import CosineDistance
+
+        return (self.filter(embedding__isnull=False)
+                .annotate(distance=CosineDistance("embedding", vector))
+                .order_by("distance")[:k])
 
 
 class Memory(models.Model):
@@ -119,6 +131,11 @@ class Memory(models.Model):
     search_vector = models.GeneratedField(
         expression=SearchDocument(F("category"), F("key"), F("tags"), F("content")),
         output_field=SearchVectorField(), db_persist=True)
+    # Stored so recall reads memories in order straight from an index (memory_recall_order).
+    priority_rank = models.GeneratedField(
+        expression=Case(*[When(priority=p, then=Value(rank)) for p, rank in PRIORITY_RANK.items()],
+                        default=Value(2)),
+        output_field=models.SmallIntegerField(), db_persist=True)
     embedding = VectorField(dimensions=settings.SYNAPSE["EMBEDDING_DIM"], null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True, default="")
     embedding_pending = models.BooleanField(default=True)
@@ -146,6 +163,9 @@ class Memory(models.Model):
             models.Index(fields=["mind", "-updated_at"], name="memory_mind_updated"),
             models.Index(fields=["mind", "category"], name="memory_mind_category"),
             GinIndex(fields=["search_vector"], name="memory_search_vector"),
+            models.Index(fields=["mind", "priority_rank", "-updated_at", "id"],
+                         name="memory_recall_order",
+                         condition=Q(deleted_at__isnull=True, superseded_at__isnull=True)),
             GinIndex(fields=["tags"], name="memory_tags"),
             HnswIndex(name="memory_embedding_hnsw", fields=["embedding"], m=16,
                       ef_construction=64, opclasses=["vector_cosine_ops"]),

@@ -76,7 +76,6 @@ class MemoryCollectionView(MemoryScopedView):
         ordering = query["ordering"]
         if ordering.lstrip("-") == "priority":
             # "priority" means most important first; "-priority" least important first.
-            memories = memories.with_priority_rank()
             field = "-priority_rank" if ordering.startswith("-") else "priority_rank"
             memories = memories.order_by(field, "-updated_at", "id")
         else:
