@@ -3,7 +3,9 @@
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -494,3 +496,21 @@ def test_a_memory_in_the_trash_cannot_be_edited_until_restored(browser, ui, reme
     assert "restore it to edit it" in text(response)
     memory.refresh_from_db()
     assert (memory.content, memory.version) == ("before", 1)
+
+
+@pytest.mark.parametrize("tail", ["", "queue", "trash", "keys", "stats"])
+def test_pages_make_the_same_number_of_queries_for_few_or_many_rows(
+        browser, ui, remember, alice, alice_mind, tail, django_assert_num_queries):
+    def fill(count: int, offset: int) -> None:
+        for number in range(offset, offset + count):
+            memory = remember(key=f"m{number}", tags=["t"])
+            if number % 3 == 0:
+                memory_delete(memory=memory, actor=alice)
+            key_issue(mind=alice_mind, name=f"k{number}", created_by=alice)
+
+    fill(2, 0)
+    with CaptureQueriesContext(connection) as few:
+        assert browser.get(ui(tail)).status_code == 200
+    fill(12, 2)
+    with django_assert_num_queries(len(few.captured_queries)):
+        browser.get(ui(tail))
