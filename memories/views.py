@@ -6,7 +6,7 @@ from datetime import timedelta
 from difflib import SequenceMatcher
 
 from django.contrib import messages
-from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.contrib.postgres.search import SearchRank
 from django.core.paginator import Paginator
 from django.db.models import Count, F, Q
 from django.db.models.functions import TruncDate
@@ -28,6 +28,7 @@ from memories.models import (
     Source,
 )
 from memories.recall import display_content
+from memories.search import QuerySyntaxError, parse_query, search_query
 from memories.services import (
     MemoryConflict,
     memory_delete,
@@ -98,12 +99,15 @@ class MemoryBrowserView(MemoryPageView):
             memories = memories.filter(tags__contains=[filters["tag"]])
         if filters.get("verified"):
             memories = memories.filter(verified=filters["verified"] == "yes")
-        query = filters.get("q", "")
+        query, syntax_error = filters.get("q", ""), ""
         if query:
-            tsquery = SearchQuery(query, search_type="websearch", config="english")
-            memories = (memories.filter(search_vector=tsquery)
-                        .annotate(rank=SearchRank(F("search_vector"), tsquery))
-                        .order_by("-rank", "-updated_at", "id"))
+            try:
+                tsquery = search_query(parse_query(query))
+                memories = (memories.matching(query)
+                            .annotate(rank=SearchRank(F("search_vector"), tsquery))
+                            .order_by("-rank", "-updated_at", "id"))
+            except QuerySyntaxError as error:
+                syntax_error, memories = str(error), memories.none()
         else:
             memories = memories.order_by("-updated_at", "id")
         page = Paginator(memories, PAGE_SIZE).get_page(request.GET.get("page"))
@@ -113,6 +117,7 @@ class MemoryBrowserView(MemoryPageView):
         params.pop("page", None)
         return self.render("memories/browser.html", {
             "form": form, "page": page, "filtered": bool(active), "query": query,
+            "syntax_error": syntax_error,
             "total": self.memories().current().count() if active else page.paginator.count,
             "page_query": params.urlencode(), "now": timezone.now(),
         })

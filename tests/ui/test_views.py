@@ -142,6 +142,28 @@ def test_search_finds_memories_by_their_words_best_match_first(browser, ui, reme
     assert [m.key for m in response.context["page"].object_list] == ["cluster", "history"]
 
 
+@pytest.mark.parametrize("query, expected", [
+    ("swarm -docker", ["history"]),
+    ("podman OR lunch", ["history", "lunch"]),
+    ("lun*", ["lunch"]),
+    ('"swarm managers"', ["cluster"]),
+])
+def test_search_understands_the_query_syntax(browser, ui, remember, query, expected):
+    remember(key="cluster", content="Docker swarm runs on three nodes; swarm managers on two.")
+    remember(key="history", content="We tried swarm mode with podman once.")
+    remember(key="lunch", content="Lunch is at noon.")
+    response = browser.get(ui(), {"q": query})
+    assert sorted(m.key for m in response.context["page"].object_list) == expected
+
+
+def test_a_malformed_search_says_what_is_wrong(browser, ui, remember):
+    remember(content="Docker swarm")
+    response = browser.get(ui(), {"q": "docker OR"})
+    assert response.status_code == 200
+    assert "Search syntax: OR at the end of the query needs a word" in text(response)
+    assert list(response.context["page"].object_list) == []
+
+
 def test_search_without_matches_suggests_the_syntax(browser, ui, remember):
     remember(content="Lunch is at noon.")
     page = text(browser.get(ui(), {"q": "kubernetes"}))
