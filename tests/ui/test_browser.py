@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from memories.models import Memory
 from minds.models import MindKey
+from tests.conftest import PASSWORD
 from tests.ui.conftest import sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -184,3 +185,20 @@ def test_main_pages_are_captured_on_desktop_and_phone(page, phone, alice_mind, a
     phone.context.clear_cookies()
     phone.goto("/ui/login")
     screenshot(phone, "login-phone")
+
+
+def test_staff_can_sign_in_to_the_admin_and_save_a_form(page, alice, alice_mind):
+    alice.is_staff = alice.is_superuser = True
+    alice.save()
+    page.goto("/admin/login/")
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator("#site-name")).to_be_visible()
+    expect(page).to_have_url(re.compile(r"/admin/$"))
+    page.goto(f"/admin/minds/mind/{alice_mind.id}/change/")
+    page.locator("#id_name").fill("Renamed in admin")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator(".messagelist")).to_contain_text("changed successfully")
+    alice_mind.refresh_from_db()
+    assert alice_mind.name == "Renamed in admin"
