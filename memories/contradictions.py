@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from memories.embeddings import embed_texts, embedding_text, model_name
@@ -283,7 +283,10 @@ def _neighbour_pairs(mind: Mind, side: list[Memory],
               AND m.category <> 'credentials'
             ORDER BY m.embedding <=> a.vec::vector LIMIT %s) n
     """
-    with connection.cursor() as cursor:
+    # Iterative HNSW scans (pgvector ≥ 0.8): the index keeps scanning until the mind's
+    # filter lets NEIGHBOURS rows through, so a small mind in a big table still gets them.
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute(sql, [ids, literals, mind.id, model_name(), NEIGHBOURS])
         return {tuple(sorted((a, b))): float(sim) for a, b, sim in cursor.fetchall()
                 if sim >= SAME_SUBJECT}

@@ -197,3 +197,35 @@ def test_other_minds_memories_are_never_compacted(agent, bob_agent, duplicates):
     result = bob_agent.post("/memory/compact", {}, format="json").json()
     assert (result["candidates"], result["clusters"]) == (0, [])
     assert not Memory.objects.filter(superseded_at__isnull=False).exists()
+
+
+def test_a_second_run_of_the_same_plan_compacts_nothing_twice(alice_key, duplicates):
+    from memories.compaction import plan_compaction
+    from memories.services import memory_compact
+
+    mind = alice_key[0].mind
+    first, second = plan_compaction(mind=mind), plan_compaction(mind=mind)
+    assert len(memory_compact(mind=mind, actor=None, plan=first)) == 2
+    assert memory_compact(mind=mind, actor=None, plan=second) == []
+    assert Memory.objects.filter(source="system").count() == 2
+
+
+def test_planning_queries_do_not_grow_with_the_candidates(alice_key, remember):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memories.compaction import plan_compaction
+
+    mind = alice_key[0].mind
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            plan_compaction(mind=mind)
+        return len(captured.captured_queries)
+
+    for number in range(3):
+        remember(key=f"note_{number}", content=f"Reminder number {number} about the build.")
+    few = queries()
+    for number in range(3, 12):
+        remember(key=f"note_{number}", content=f"Reminder number {number} about the build.")
+    assert queries() == few

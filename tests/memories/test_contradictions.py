@@ -157,3 +157,29 @@ class TestRoute:
 
     def test_a_read_only_key_may_read_them(self, reader, mind_with_conflicts):
         assert reader.get("/memory/contradictions").status_code == 200
+
+
+@pytest.mark.django_db
+def test_the_number_of_queries_does_not_grow_with_the_mind(agent, remember):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert agent.get("/memory/contradictions").status_code == 200
+        return len(captured.captured_queries)
+
+    def add(numbers) -> None:
+        for number in numbers:
+            remember(key=f"service_{number}",
+                     content=f"Service {number} listens on port {number}.")
+
+    agent.get("/memory")  # the key's last_used_at is written once a minute: not in the count
+    add(range(3))
+    few_pending = queries()
+    embed_batch(limit=100)
+    few_embedded = queries()
+    add(range(3, 15))
+    assert queries() == few_pending  # waiting for the worker: embedded in-process
+    embed_batch(limit=100)
+    assert queries() == few_embedded  # one pgvector query for every neighbour

@@ -244,3 +244,35 @@ def test_production_refuses_to_start_without_credentials_keys():
 def test_a_malformed_credentials_key_is_refused():
     stderr = _settings_error(SYNAPSE_CREDENTIALS_KEYS=f"{Fernet.generate_key().decode()},nope")
     assert "key 2 is not a Fernet key" in stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_live_request_logs_no_secret_through_the_configured_handlers(live_server, alice_key,
+                                                                      caplog):
+    import io
+
+    import httpx
+
+    from synapse.logging import RedactSecretsFilter
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RedactSecretsFilter())
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    caplog.set_level(logging.DEBUG)
+    headers = {"Authorization": f"Bearer {alice_key[1]}"}
+    try:
+        with httpx.Client(base_url=live_server.url, headers=headers, timeout=30) as client:
+            stored = client.post("/memory", json=GITHUB)
+            client.post("/memory", json={**GITHUB, "confidence": 7})  # a 400 is logged
+            client.get(f"/memory?key={alice_key[1]}")
+            revealed = client.get(f"/memory/{stored.json()['id']}")
+    finally:
+        root.removeHandler(handler)
+    assert stored.status_code == 201 and revealed.json()["content"] == SECRET
+    assert "Bad Request" in stream.getvalue()
+    assert_no_secret(stream.getvalue())
+    for record in caplog.records:
+        assert_no_secret(record.getMessage())
