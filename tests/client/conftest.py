@@ -4,6 +4,7 @@ sessions over both transports."""
 
 import os
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -65,6 +66,22 @@ def synapse_server(django_db_setup, django_db_blocker) -> str:
             thread.join(timeout=30)
             _close_connections_in_every_thread(asgi.django_app.executor,
                                                asgi.django_app.executor._max_workers)
+
+
+@pytest.fixture
+def synapse(synapse_server, alice_key):
+    """``synapse(*args, key=…, stdin=…)`` runs the installed CLI as alice's agent by
+    default."""
+
+    def _run(*args: str, key: str | None = alice_key[1], stdin: str | None = None,
+             url: str = synapse_server) -> subprocess.CompletedProcess:
+        env = {"SYNAPSE_URL": url, "COLUMNS": "200"}
+        if key is not None:
+            env["SYNAPSE_MIND_KEY"] = key
+        return subprocess.run([str(BIN / "synapse"), *args], env=env, input=stdin,
+                              capture_output=True, text=True, timeout=60)
+
+    return _run
 
 
 @pytest.fixture

@@ -2,32 +2,15 @@
 
 import json
 import re
-import subprocess
 
 import pytest
 
 from memories.models import Memory
 from minds.services import key_issue, mind_create
-from tests.client.conftest import BIN
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 MEMORY_ID = re.compile(r"mem_[A-Za-z0-9]+")
-
-
-@pytest.fixture
-def synapse(synapse_server, alice_key):
-    """``synapse(*args, key=…, stdin=…)`` runs the CLI as alice's agent by default."""
-
-    def _run(*args: str, key: str | None = alice_key[1], stdin: str | None = None,
-             url: str = synapse_server) -> subprocess.CompletedProcess:
-        env = {"SYNAPSE_URL": url, "COLUMNS": "200"}
-        if key is not None:
-            env["SYNAPSE_MIND_KEY"] = key
-        return subprocess.run([str(BIN / "synapse"), *args], env=env, input=stdin,
-                              capture_output=True, text=True, timeout=60)
-
-    return _run
 
 
 def test_remember_then_recall_shows_the_memory_with_its_id(synapse):
@@ -129,3 +112,56 @@ def test_one_minds_key_never_reaches_another_minds_memory(synapse, bob, remember
     assert "Bob's plan" not in synapse("recall").stdout
     secret.refresh_from_db()
     assert secret.deleted_at is None
+
+
+def test_restore_undoes_forget(synapse, remember):
+    memory = remember(category="fact", key="city", content="Lives in Lisbon")
+    assert synapse("forget", memory.id).returncode == 0
+    restored = synapse("restore", memory.id)
+    assert (restored.returncode, restored.stdout) == (0, f"restored  {memory.id}\n")
+    memory.refresh_from_db()
+    assert memory.deleted_at is None
+
+
+def test_stats_counts_memories(synapse, remember):
+    remember(category="fact", key="a", content="one")
+    remember(category="note", key="b", content="two")
+    result = synapse("stats")
+    assert result.stdout.startswith("Memories: 2 total (0 verified, 2 unverified)\n")
+    assert json.loads(synapse("stats", "--json").stdout)["by_category"]["note"] == 1
+
+
+def test_export_then_import_restores_the_mind_exactly(synapse, synapse_server, remember,
+                                                     bob, tmp_path):
+    remember(category="fact", key="city", content="Lives in Lisbon", tags=["home"])
+    remember(category="preference", key="tea", content="Green tea", priority="high")
+    backup = tmp_path / "backup.json"
+    exported = synapse("export", "-o", str(backup), "--progress")
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stderr.startswith("Exporting ")
+    assert exported.stderr.rstrip().endswith(f"to {backup}.")
+    assert len(json.loads(backup.read_text())["memories"]) == 2
+
+    empty_mind = mind_create(owner=bob, name="Bob's Mind")
+    _key, bob_key = key_issue(mind=empty_mind, name="bob", created_by=bob)
+    imported = synapse("import", str(backup), "--progress", key=bob_key)
+    assert imported.returncode == 0, imported.stderr
+    assert "Uploading " in imported.stderr
+    copied = Memory.objects.for_mind(empty_mind).order_by("key")
+    assert [(m.key, m.content, m.tags) for m in copied] == [
+        ("city", "Lives in Lisbon", ["home"]), ("tea", "Green tea", [])]
+
+
+def test_export_to_stdout_writes_the_backup(synapse, remember):
+    remember(category="fact", key="city", content="Lives in Lisbon")
+    result = synapse("export")
+    assert result.returncode == 0
+    assert [m["key"] for m in json.loads(result.stdout)["memories"]] == ["city"]
+
+
+def test_import_refuses_a_csv_export(synapse, tmp_path):
+    csv = tmp_path / "backup.csv"
+    csv.write_text("id,category\n")
+    result = synapse("import", str(csv))
+    assert result.returncode == 1
+    assert "import restores JSON backups" in result.stderr
