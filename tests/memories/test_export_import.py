@@ -1,0 +1,246 @@
+"""GET /memory/mind-export (and /mind/export), POST /memory/mind-import: a full backup that
+restores exactly into an empty mind and merges into a non-empty one."""
+
+import csv
+import io
+import json
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from memories import export
+from memories.models import AuditEvent, Memory, MemoryVersion
+from memories.recall import REDACTED
+from minds.services import key_issue, mind_create, mind_delete
+from tests.conftest import jwt_client, key_client
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def rich_mind(alice_mind, agent, human, remember):
+    """A mind with versions, tags, expiry, provenance, credentials, trash and a purge."""
+    on = f"?mind={alice_mind.id}"
+    human.post(f"/memory{on}", {"category": "identity", "key": "user_name",
+                                "content": "Alice Liddell", "priority": "critical",
+                                "tags": ["person"]}, format="json")
+    remember(category="preference", key="editor", content="Vim", tags=["tools"])
+    remember(category="preference", key="editor", content="Helix", tags=["tools", "modal"],
+             confidence=0.4)
+    remember(category="project", key="launch", content="Ship in June",
+             expires_at=timezone.now() + timedelta(days=20))
+    agent.post("/memory", {"category": "credentials", "key": "db_password",
+                           "content": "hunter2"}, format="json")
+    trashed = remember(category="note", key="scratch", content="Delete me")
+    agent.delete(f"/memory/{trashed.id}")
+    purged = remember(category="note", key="ancient", content="Long gone")
+    agent.delete(f"/memory/{purged.id}")
+    long_ago = timezone.now() - timedelta(days=90)
+    Memory.objects.filter(pk=purged.id).update(deleted_at=long_ago, updated_at=long_ago)
+    call_command("purge_trash", stdout=StringIO())
+    # A superseded pair, as compaction leaves it.
+    old = remember(category="fact", key="office_old", content="Office in Berlin")
+    summary = remember(category="fact", key="office", content="Office in Berlin, then Bonn")
+    Memory.objects.filter(pk=old.id).update(superseded_at=timezone.now(),
+                                            superseded_by=summary)
+    return alice_mind
+
+
+def export_document(client, mind, **params) -> dict:
+    query = "&".join([f"mind={mind.id}", *(f"{k}={v}" for k, v in params.items())])
+    response = client.get(f"/memory/mind-export?{query}")
+    assert response.status_code == 200
+    assert response.streaming
+    return json.loads(b"".join(response.streaming_content))
+
+
+def comparable(document: dict) -> dict:
+    """Everything that must survive a round trip; ids replaced by what they point at."""
+    names = {m["id"]: (m["category"], m["key"], m["deleted_at"]) for m in document["memories"]}
+    memories = sorted(({**m, "id": names[m["id"]],
+                        "superseded_by": names.get(m["superseded_by"])}
+                       for m in document["memories"]), key=lambda m: m["id"])
+    tombstones = sorted(({k: v for k, v in t.items() if k != "id"}
+                         for t in document["tombstones"]), key=lambda t: t["key"])
+    return {"memories": memories, "tombstones": tombstones,
+            "credentials": document["credentials"]}
+
+
+def test_round_trip_into_another_empty_mind_keeps_every_field(rich_mind, human, alice):
+    original = export_document(human, rich_mind, include_credentials="true")
+    assert len(original["memories"]) == 7 and len(original["tombstones"]) == 1
+    copy = mind_create(owner=alice, name="Restored")
+    response = human.post(f"/memory/mind-import?mind={copy.id}", original, format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json() | {"ids_reassigned": 0} == {
+        "mode": "restore", "memories": 7, "versions": 8, "tombstones": 1,
+        "skipped_redacted": 0, "ids_reassigned": 0}
+    restored = export_document(human, copy, include_credentials="true")
+    assert comparable(restored) == comparable(original)
+    assert {m["id"] for m in restored["memories"]}.isdisjoint(
+        {m["id"] for m in original["memories"]})
+
+
+def test_restore_keeps_ids_when_they_are_free(rich_mind, human, alice):
+    original = export_document(human, rich_mind, include_credentials="true")
+    mind_delete(mind=rich_mind)
+    copy = mind_create(owner=alice, name="Restored")
+    assert human.post(f"/memory/mind-import?mind={copy.id}", original,
+                      format="json").json()["ids_reassigned"] == 0
+    restored = export_document(human, copy, include_credentials="true")
+    for document in (original, restored):
+        document.pop("exported_at"), document.pop("mind")
+    assert restored == original
+
+
+def test_restored_credentials_are_encrypted_at_rest_and_readable(rich_mind, human, alice):
+    original = export_document(human, rich_mind, include_credentials="true")
+    copy = mind_create(owner=alice, name="Restored")
+    human.post(f"/memory/mind-import?mind={copy.id}", original, format="json")
+    stored = Memory.objects.for_mind(copy).get(key="db_password")
+    assert "hunter2" not in stored.content
+    assert stored.plaintext_content() == "hunter2"
+    assert "hunter2" not in MemoryVersion.objects.get(memory=stored).content
+
+
+def test_agent_export_redacts_credentials_and_cannot_ask_for_them(rich_mind, agent):
+    response = agent.get("/memory/mind-export")
+    body = b"".join(response.streaming_content).decode()
+    assert "hunter2" not in body
+    document = json.loads(body)
+    assert document["credentials"] == "redacted"
+    secret = next(m for m in document["memories"] if m["key"] == "db_password")
+    assert (secret["content"], secret["content_redacted"]) == (REDACTED, True)
+    assert agent.get("/memory/mind-export?include_credentials=true").status_code == 403
+
+
+def test_importing_a_redacted_export_skips_the_credentials(rich_mind, agent, human, alice):
+    document = json.loads(b"".join(agent.get("/memory/mind-export").streaming_content))
+    copy = mind_create(owner=alice, name="Restored")
+    body = human.post(f"/memory/mind-import?mind={copy.id}", document, format="json").json()
+    assert (body["memories"], body["skipped_redacted"]) == (6, 1)
+    assert not Memory.objects.for_mind(copy).filter(category="credentials").exists()
+
+
+def test_agent_import_makes_nothing_verified(rich_mind, human, bob, bob_mind):
+    document = export_document(human, rich_mind)
+    bob_key = key_issue(mind=bob_mind, name="bob agent", created_by=bob)[1]
+    response = key_client(bob_key).post("/memory/mind-import", document, format="json")
+    assert response.status_code == 200
+    assert not Memory.objects.for_mind(bob_mind).filter(verified=True).exists()
+    assert not Memory.objects.for_mind(bob_mind).filter(source="user").exists()
+
+
+def test_import_into_a_non_empty_mind_merges_with_the_sync_rules(rich_mind, human, bob,
+                                                                  bob_mind):
+    document = export_document(human, rich_mind)
+    bob_human = jwt_client(bob)
+    on = f"?mind={bob_mind.id}"
+    bob_human.post(f"/memory{on}", {"category": "preference", "key": "editor",
+                                    "content": "Emacs, chosen later"}, format="json")
+    bob_human.post(f"/memory{on}", {"category": "fact", "key": "bobs_own",
+                                    "content": "Stays"}, format="json")
+    response = bob_human.post(f"/memory/mind-import{on}", document, format="json")
+    body = response.json()
+    assert (body["mode"], body["stale"]) == ("merge", 1)
+    keys = {m.key: m.content for m in Memory.objects.for_mind(bob_mind).current()}
+    assert keys["editor"] == "Emacs, chosen later"
+    assert keys["bobs_own"] == "Stays"
+    assert keys["user_name"] == "Alice Liddell"
+    assert "scratch" not in keys and "ancient" not in keys
+
+
+def test_import_is_one_audit_event(rich_mind, human, alice):
+    document = export_document(human, rich_mind)
+    copy = mind_create(owner=alice, name="Restored")
+    human.post(f"/memory/mind-import?mind={copy.id}", document, format="json")
+    events = AuditEvent.objects.filter(mind=copy)
+    assert [e.action for e in events] == ["import"]
+    assert events[0].details["mode"] == "restore"
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda d: d.update(format="something else"), "export.format"),
+    (lambda d: d.update(format_version=2), "export.format_version"),
+    (lambda d: d.update(memories="all"), "export.memories"),
+    (lambda d: d["memories"][1].update(category="gossip"), "memories[1].category"),
+    (lambda d: d["memories"][0].pop("updated_at"), "memories[0].updated_at"),
+    (lambda d: d["memories"][0].update(confidence=7), "memories[0].confidence"),
+    (lambda d: d["memories"][0]["versions"][0].update(created_at="soon"),
+     "memories[0].versions[0].created_at"),
+    (lambda d: d["tombstones"][0].update(id="not-an-id"), "tombstones[0].id"),
+])
+def test_malformed_import_is_400_naming_the_field_and_writes_nothing(rich_mind, human, alice,
+                                                                     mutate, field):
+    document = export_document(human, rich_mind)
+    mutate(document)
+    copy = mind_create(owner=alice, name="Restored")
+    response = human.post(f"/memory/mind-import?mind={copy.id}", document, format="json")
+    assert response.status_code == 400
+    assert field in response.json()["error"]["fields"]
+    assert not Memory.objects.for_mind(copy).exists()
+
+
+def test_import_with_two_live_memories_of_one_key_is_400_and_writes_nothing(rich_mind, human,
+                                                                            alice):
+    document = export_document(human, rich_mind)
+    twin = dict(document["memories"][0], id="mem_twin0000000000000000")
+    document["memories"].append(twin)
+    copy = mind_create(owner=alice, name="Restored")
+    response = human.post(f"/memory/mind-import?mind={copy.id}", document, format="json")
+    assert response.status_code == 400
+    assert not Memory.objects.for_mind(copy).exists()
+    assert not AuditEvent.objects.filter(mind=copy).exists()
+
+
+def test_export_streams_in_chunks_that_join_into_valid_json(agent, remember, monkeypatch):
+    monkeypatch.setattr(export, "CHUNK_SIZE", 3)
+    for i in range(10):
+        remember(key=f"k{i}", content=f"Memory {i}")
+    response = agent.get("/memory/mind-export")
+    pieces = list(response.streaming_content)
+    assert len(pieces) > 5
+    assert len(json.loads(b"".join(pieces))["memories"]) == 10
+
+
+def test_export_queries_do_not_grow_with_the_number_of_memories(agent, remember):
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as context:
+            b"".join(agent.get("/memory/mind-export").streaming_content)
+        return len(context)
+
+    remember(key="first", content="Memory")
+    queries()  # the first request of a key also records when it was last used
+    few = queries()
+    for i in range(30):
+        remember(key=f"k{i}", content=f"Memory {i}")
+    assert queries() == few
+
+
+def test_csv_export_lists_current_memories(rich_mind, agent):
+    response = agent.get("/mind/export?format=csv")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
+    assert "attachment" in response["Content-Disposition"]
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert sorted(row["key"] for row in rows) == [
+        "db_password", "editor", "launch", "office", "user_name"]
+    editor = next(row for row in rows if row["key"] == "editor")
+    assert (editor["content"], editor["tags"], editor["version"]) == ("Helix", "tools, modal",
+                                                                     "2")
+    assert next(row for row in rows if row["key"] == "db_password")["content"] == REDACTED
+
+
+def test_export_of_another_mind_is_404(rich_mind, bob):
+    response = jwt_client(bob).get(f"/memory/mind-export?mind={rich_mind.id}")
+    assert response.status_code == 404
+
+
+@pytest.mark.parametrize("query", ["format=xml", "format=json&compress=yes"])
+def test_export_with_bad_parameters_is_400(agent, query):
+    assert agent.get(f"/memory/mind-export?{query}").status_code == 400
