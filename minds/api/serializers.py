@@ -4,6 +4,7 @@ from django.contrib.auth import get_user_model, password_validation
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework import serializers
+from rest_framework_simplejwt.serializers import TokenObtainPairSerializer, TokenRefreshSerializer
 
 from minds.models import Mind, MindKey
 from synapse.api import StrictSerializer, TimestampField
@@ -58,6 +59,14 @@ class UserSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class LoginSerializer(StrictSerializer, TokenObtainPairSerializer):
+    """``{"username", "password"}``; anything else is refused."""
+
+
+class RefreshSerializer(StrictSerializer, TokenRefreshSerializer):
+    """``{"refresh"}``; anything else is refused."""
+
+
 class LogoutSerializer(StrictSerializer):
     refresh = serializers.CharField(max_length=4096)
 
@@ -107,6 +116,10 @@ class MindUpdateSerializer(StrictSerializer):
         if not attrs:
             raise serializers.ValidationError("Send at least one field to change.")
         return attrs
+
+
+class MindDeleteQuerySerializer(serializers.Serializer):
+    confirm = serializers.CharField(max_length=200, required=False, trim_whitespace=False)
 
 
 class MindDeleteSerializer(StrictSerializer):

@@ -13,28 +13,27 @@ from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions, serializers, status
+from rest_framework import exceptions, status
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
-from rest_framework_simplejwt.serializers import (
-    TokenObtainPairSerializer,
-    TokenRefreshSerializer,
-)
 from rest_framework_simplejwt.tokens import RefreshToken
 from rest_framework_simplejwt.views import TokenObtainPairView, TokenRefreshView
 
 from minds.api.serializers import (
     IssuedMindKeySerializer,
+    LoginSerializer,
     LogoutSerializer,
     MindCreateSerializer,
+    MindDeleteQuerySerializer,
     MindDeleteSerializer,
     MindKeyCreateSerializer,
     MindKeySerializer,
     MindSerializer,
     MindUpdateSerializer,
+    RefreshSerializer,
     RegisterSerializer,
     TokenPairSerializer,
     UserSerializer,
@@ -48,7 +47,7 @@ from minds.services import (
     mind_delete,
     mind_update,
 )
-from synapse.api import HumanOnly, StrictSerializer, SynapseAPIView
+from synapse.api import HumanOnly, SynapseAPIView
 from synapse.throttling import ScopeRateThrottle
 
 REALM = 'Bearer realm="synapse"'
@@ -102,14 +101,6 @@ class TokenRouteMixin:
 
     def get_authenticate_header(self, request):
         return REALM
-
-
-class LoginSerializer(StrictSerializer, TokenObtainPairSerializer):
-    pass
-
-
-class RefreshSerializer(StrictSerializer, TokenRefreshSerializer):
-    pass
 
 
 class RegisterView(TokenRouteMixin, SynapseAPIView):
@@ -238,10 +229,6 @@ class MindCollectionView(HumanView):
             mind = mind_update(mind=mind, actor=request.user, unverified_in_recall=policy)
         return Response(MindSerializer(self.get_owned_mind(mind.id)).data,
                         status=status.HTTP_201_CREATED)
-
-
-class MindDeleteQuerySerializer(serializers.Serializer):
-    confirm = serializers.CharField(max_length=200, required=False, trim_whitespace=False)
 
 
 class MindDetailView(HumanView):
