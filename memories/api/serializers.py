@@ -100,12 +100,12 @@ class MemorySerializer(serializers.ModelSerializer):
 
     mind_id = serializers.CharField(read_only=True)
     content = serializers.SerializerMethodField()
-    expires_at = TimestampField(read_only=True)
+    expires_at = TimestampField(read_only=True, allow_null=True)
     created_at = TimestampField(read_only=True)
     updated_at = TimestampField(read_only=True)
-    verified_at = TimestampField(read_only=True)
-    deleted_at = TimestampField(read_only=True)
-    superseded_at = TimestampField(read_only=True)
+    verified_at = TimestampField(read_only=True, allow_null=True)
+    deleted_at = TimestampField(read_only=True, allow_null=True)
+    superseded_at = TimestampField(read_only=True, allow_null=True)
     superseded_by = serializers.CharField(source="superseded_by_id", read_only=True,
                                           allow_null=True)
 

@@ -51,7 +51,7 @@ class RegisterSerializer(StrictSerializer):
 
 class UserSerializer(serializers.ModelSerializer):
     date_joined = TimestampField(read_only=True)
-    last_login = TimestampField(read_only=True)
+    last_login = TimestampField(read_only=True, allow_null=True)
 
     class Meta:
         model = get_user_model()
@@ -134,9 +134,9 @@ class MindDeleteSerializer(StrictSerializer):
 class MindKeySerializer(serializers.ModelSerializer):
     mind_id = serializers.CharField(read_only=True)
     created_at = TimestampField(read_only=True)
-    last_used_at = TimestampField(read_only=True)
-    expires_at = TimestampField(read_only=True)
-    revoked_at = TimestampField(read_only=True)
+    last_used_at = TimestampField(read_only=True, allow_null=True)
+    expires_at = TimestampField(read_only=True, allow_null=True)
+    revoked_at = TimestampField(read_only=True, allow_null=True)
     revoked = serializers.BooleanField(source="is_revoked", read_only=True)
 
     class Meta:
