@@ -21,6 +21,7 @@ from memories.crypto import CredentialsUnreadable
 from memories.forms import MemoryFilterForm, MemoryForm, RevertForm, SelectionForm
 from memories.models import (
     VERSIONED_FIELDS,
+    AuditEvent,
     Category,
     Memory,
     MemoryVersion,
@@ -283,13 +284,26 @@ class MemoryDetailView(MemoryPageView):
             diff = {"old": old, "new": new, "fields": field_changes(old, new),
                     "lines": content_diff(_revealed(old), _revealed(new))}
         now = timezone.now()
+        activity = (AuditEvent.objects.filter(mind=self.mind, memory_id=memory.id)
+                    .order_by("-created_at", "-id")[:ACTIVITY_LIMIT])
         return self.render("memories/memory_detail.html", {
+            "activity": [(event, ACTIONS.get(event.action, event.action.replace("_", " ")))
+                         for event in activity],
             "memory": memory, "content": _revealed(memory), "versions": versions, "diff": diff,
             "from_version": from_version, "to_version": to_version,
             "expired": memory.expires_at is not None and memory.expires_at <= now,
             "superseded_by": (self.memories().filter(pk=memory.superseded_by_id).first()
                               if memory.superseded_by_id else None),
         })
+
+
+ACTIVITY_LIMIT = 20
+# Audit actions as the memory page words them.
+ACTIONS = {"store": "stored it", "update": "edited it", "verify": "verified it",
+           "unverify": "unverified it", "delete": "moved it to the trash",
+           "bulk_delete": "moved it to the trash", "restore": "restored it",
+           "revert": "reverted it", "sync": "synced it", "import": "imported it",
+           "compact": "compacted it", "uncompact": "undid its compaction"}
 
 
 def _revealed(memory: Memory | MemoryVersion) -> str:

@@ -536,3 +536,15 @@ def test_pages_make_the_same_number_of_queries_for_few_or_many_rows(
     fill(12, 2)
     with django_assert_num_queries(len(few.captured_queries)):
         browser.get(ui(tail))
+
+
+def test_the_memory_page_shows_who_did_what_to_it(browser, ui, remember, alice):
+    memory = remember(key="tracked")
+    browser.post(ui(f"memories/{memory.id}/verify"))
+    browser.post(ui(f"memories/{memory.id}/delete"))
+    browser.post(ui(f"memories/{memory.id}/restore"))
+    labels = [(event.actor_label, label)
+              for event, label in browser.get(ui(f"memories/{memory.id}")).context["activity"]]
+    assert labels[:3] == [("alice", "restored it"), ("alice", "moved it to the trash"),
+                          ("alice", "verified it")]
+    assert labels[3][1] == "stored it" and labels[3][0].startswith("alice agent")
