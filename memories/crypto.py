@@ -69,7 +69,3 @@ def rotate_token(token: str) -> str:
     except (InvalidToken, UnicodeEncodeError) as error:
         raise CredentialsUnreadable("A credentials token no configured key opens.") from error
 
-
-def is_token(stored: str) -> bool:
-    """Whether ``stored`` looks like a Fernet token (not whether a key opens it)."""
-    return stored.startswith(FERNET_PREFIX)

@@ -3,7 +3,7 @@
 from django.db import migrations, models
 from django.db.models import Q
 
-from memories.crypto import FERNET_PREFIX, encrypt, is_token
+from memories.crypto import FERNET_PREFIX, encrypt
 
 
 def encrypt_existing_credentials(apps, schema_editor):
@@ -12,8 +12,7 @@ def encrypt_existing_credentials(apps, schema_editor):
         rows = model.objects.filter(category="credentials").exclude(
             content__startswith=FERNET_PREFIX).only("pk", "content")
         for row in rows.iterator(chunk_size=500):
-            if not is_token(row.content):
-                model.objects.filter(pk=row.pk).update(content=encrypt(row.content))
+            model.objects.filter(pk=row.pk).update(content=encrypt(row.content))
 
 
 class Migration(migrations.Migration):

@@ -276,3 +276,23 @@ def test_a_live_request_logs_no_secret_through_the_configured_handlers(live_serv
     assert_no_secret(stream.getvalue())
     for record in caplog.records:
         assert_no_secret(record.getMessage())
+
+
+def test_the_migration_encrypts_credentials_written_before_encryption(github):
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("memories.migrations.0004_credentials_and_compaction")
+    with connection.cursor() as cursor:  # the state before migration 0004 (rolled back)
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("ALTER TABLE memories_memory DROP CONSTRAINT memory_credentials_encrypted")
+        cursor.execute("ALTER TABLE memories_memoryversion "
+                       "DROP CONSTRAINT memory_version_credentials_encrypted")
+    Memory.objects.filter(pk=github).update(content=SECRET)
+    MemoryVersion.objects.filter(memory_id=github).update(content=SECRET)
+    migration.encrypt_existing_credentials(apps, None)
+    assert_no_secret(raw("SELECT content FROM memories_memory WHERE id = %s", [github]))
+    assert_no_secret(raw("SELECT content FROM memories_memoryversion WHERE memory_id = %s",
+                         [github]))
+    assert Memory.objects.get(pk=github).plaintext_content() == SECRET
