@@ -129,6 +129,11 @@ class SynapseClient:
                                f"{error.__class__.__name__}.") from error
         if response.status_code >= 400:
             raise error_from_response(response)
+        if response.is_redirect:
+            # Typically http:// to a server that insists on https://: say where to point.
+            raise SynapseError(response.status_code, "redirect", "Synapse answered with a "
+                               f"redirect to {response.headers.get('Location')}; set "
+                               "SYNAPSE_URL to that server address.")
         return response
 
     async def _json(self, method: str, path: str, **kwargs) -> Any:
