@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def browser(alice) -> Client:
+def owner(alice) -> Client:
     """alice, signed in to the web UI."""
     client = Client()
     client.force_login(alice)
@@ -73,20 +73,20 @@ def test_forms_without_a_csrf_token_are_refused(alice, alice_mind, remember):
 
 
 def test_minds_list_counts_current_memories_unverified_ones_and_usable_keys(
-        browser, alice, alice_mind, alice_key, remember):
+        owner, alice, alice_mind, alice_key, remember):
     remember(key="one")
     remember(key="two")
     remember(key="three", actor=alice)  # a human's memory is verified
     memory_delete(memory=remember(key="trashed"), actor=alice)
     key_revoke(key=key_issue(mind=alice_mind, name="old", created_by=alice)[0])
-    response = browser.get("/ui/")
+    response = owner.get("/ui/")
     mind = response.context["minds"][0]
     assert (mind.memory_count, mind.unverified_count, mind.key_count) == (3, 2, 1)
     assert "Review 2" in text(response)
 
 
-def test_minds_list_shows_only_the_users_own_minds(browser, alice_mind, bob_mind):
-    page = text(browser.get("/ui/"))
+def test_minds_list_shows_only_the_users_own_minds(owner, alice_mind, bob_mind):
+    page = text(owner.get("/ui/"))
     assert "Alice&#x27;s Mind" in page and "Bob&#x27;s Mind" not in page
 
 
@@ -95,14 +95,14 @@ def test_a_user_without_minds_is_told_to_create_one(client, bob):
     assert "No minds yet" in text(client.get("/ui/"))
 
 
-def test_creating_a_mind_leads_to_its_keys_page(browser, alice):
-    response = browser.post("/ui/", {"name": "Work Mind"})
+def test_creating_a_mind_leads_to_its_keys_page(owner, alice):
+    response = owner.post("/ui/", {"name": "Work Mind"})
     mind = Mind.objects.get(owner=alice, name="Work Mind")
     assert response.status_code == 302 and response["Location"] == f"/ui/minds/{mind.id}/keys"
 
 
-def test_creating_a_mind_without_a_name_shows_the_error(browser, alice):
-    response = browser.post("/ui/", {"name": "  "})
+def test_creating_a_mind_without_a_name_shows_the_error(owner, alice):
+    response = owner.post("/ui/", {"name": "  "})
     assert response.status_code == 400
     assert "This field is required." in text(response)
     assert not Mind.objects.owned_by(alice).exists()
@@ -110,35 +110,35 @@ def test_creating_a_mind_without_a_name_shows_the_error(browser, alice):
 
 @pytest.mark.parametrize("tail", ["", "queue", "trash", "keys", "stats", "settings",
                                   "memories/new"])
-def test_another_users_mind_is_a_404_page(browser, bob_mind, tail):
-    response = browser.get(f"/ui/minds/{bob_mind.id}/{tail}")
+def test_another_users_mind_is_a_404_page(owner, bob_mind, tail):
+    response = owner.get(f"/ui/minds/{bob_mind.id}/{tail}")
     assert response.status_code == 404
     assert "Nothing here" in text(response)
 
 
-def test_another_minds_memory_is_a_404_even_under_your_own_mind(browser, ui, bob_mind, bob):
+def test_another_minds_memory_is_a_404_even_under_your_own_mind(owner, ui, bob_mind, bob):
     bobs = memory_store(mind=bob_mind, actor=bob, category="fact", content="Bob's secret").memory
-    assert browser.get(ui(f"memories/{bobs.id}")).status_code == 404
-    response = browser.post(ui(f"memories/{bobs.id}/delete"))
+    assert owner.get(ui(f"memories/{bobs.id}")).status_code == 404
+    response = owner.post(ui(f"memories/{bobs.id}/delete"))
     assert response.status_code == 404
     bobs.refresh_from_db()
     assert bobs.deleted_at is None
 
 
-def test_another_minds_key_cannot_be_revoked(browser, ui, bob_mind, bob):
+def test_another_minds_key_cannot_be_revoked(owner, ui, bob_mind, bob):
     key, _plaintext = key_issue(mind=bob_mind, name="bob agent", created_by=bob)
-    assert browser.post(ui(f"keys/{key.id}/revoke")).status_code == 404
+    assert owner.post(ui(f"keys/{key.id}/revoke")).status_code == 404
     key.refresh_from_db()
     assert key.revoked_at is None
 
 
-def test_search_finds_memories_by_their_words_best_match_first(browser, ui, remember):
+def test_search_finds_memories_by_their_words_best_match_first(owner, ui, remember):
     remember(key="cluster", content="Docker swarm runs on three nodes; swarm managers on two.")
     remember(key="history", content="We tried swarm mode with podman once.")
     remember(key="lunch", content="Lunch is at noon.")
-    response = browser.get(ui(), {"q": "docker swarm"})
+    response = owner.get(ui(), {"q": "docker swarm"})
     assert [m.key for m in response.context["page"].object_list] == ["cluster"]
-    response = browser.get(ui(), {"q": "swarm"})
+    response = owner.get(ui(), {"q": "swarm"})
     assert [m.key for m in response.context["page"].object_list] == ["cluster", "history"]
 
 
@@ -148,25 +148,25 @@ def test_search_finds_memories_by_their_words_best_match_first(browser, ui, reme
     ("lun*", ["lunch"]),
     ('"swarm managers"', ["cluster"]),
 ])
-def test_search_understands_the_query_syntax(browser, ui, remember, query, expected):
+def test_search_understands_the_query_syntax(owner, ui, remember, query, expected):
     remember(key="cluster", content="Docker swarm runs on three nodes; swarm managers on two.")
     remember(key="history", content="We tried swarm mode with podman once.")
     remember(key="lunch", content="Lunch is at noon.")
-    response = browser.get(ui(), {"q": query})
+    response = owner.get(ui(), {"q": query})
     assert sorted(m.key for m in response.context["page"].object_list) == expected
 
 
-def test_a_malformed_search_says_what_is_wrong(browser, ui, remember):
+def test_a_malformed_search_says_what_is_wrong(owner, ui, remember):
     remember(content="Docker swarm")
-    response = browser.get(ui(), {"q": "docker OR"})
+    response = owner.get(ui(), {"q": "docker OR"})
     assert response.status_code == 200
     assert "Search syntax: OR at the end of the query needs a word" in text(response)
     assert list(response.context["page"].object_list) == []
 
 
-def test_search_without_matches_suggests_the_syntax(browser, ui, remember):
+def test_search_without_matches_suggests_the_syntax(owner, ui, remember):
     remember(content="Lunch is at noon.")
-    page = text(browser.get(ui(), {"q": "kubernetes"}))
+    page = text(owner.get(ui(), {"q": "kubernetes"}))
     assert "No memories match" in page and "exact phrase" in page
 
 
@@ -177,46 +177,46 @@ def test_search_without_matches_suggests_the_syntax(browser, ui, remember):
     ({"verified": "yes"}, ["roadmap"]),
     ({"verified": "no", "category": "fact"}, ["servers"]),
 ])
-def test_filters_narrow_the_list(browser, ui, remember, alice, params, expected):
+def test_filters_narrow_the_list(owner, ui, remember, alice, params, expected):
     remember(key="servers", tags=["infra"], priority="critical")
     remember(key="roadmap", category="project", actor=alice)
-    response = browser.get(ui(), params)
+    response = owner.get(ui(), params)
     assert [m.key for m in response.context["page"].object_list] == expected
 
 
-def test_nonsense_filter_values_are_ignored_not_an_error(browser, ui, remember):
+def test_nonsense_filter_values_are_ignored_not_an_error(owner, ui, remember):
     remember()
-    response = browser.get(ui(), {"priority": "urgent", "verified": "maybe", "page": "x"})
+    response = owner.get(ui(), {"priority": "urgent", "verified": "maybe", "page": "x"})
     assert response.status_code == 200
     assert len(response.context["page"].object_list) == 1
 
 
-def test_the_list_is_paginated(browser, ui, remember):
+def test_the_list_is_paginated(owner, ui, remember):
     for number in range(30):
         remember(key=f"m{number:02d}")
-    first, second = browser.get(ui()), browser.get(ui(), {"page": 2})
+    first, second = owner.get(ui()), owner.get(ui(), {"page": 2})
     assert len(first.context["page"].object_list) == 25
     assert len(second.context["page"].object_list) == 5
     assert "Page 2 of 2" in text(second)
 
 
-def test_an_empty_mind_explains_how_to_give_an_agent_a_key(browser, ui):
-    page = text(browser.get(ui()))
+def test_an_empty_mind_explains_how_to_give_an_agent_a_key(owner, ui):
+    page = text(owner.get(ui()))
     assert "No memories yet" in page and "Keys page" in page
 
 
-def test_credentials_are_redacted_in_lists_and_revealed_on_the_memory_page(browser, ui,
+def test_credentials_are_redacted_in_lists_and_revealed_on_the_memory_page(owner, ui,
                                                                           remember):
     secret = remember(category="credentials", key="db_password", content="hunter2-secret")
     for page in ("", "queue"):
-        listing = text(browser.get(ui(page)))
+        listing = text(owner.get(ui(page)))
         assert "db_password" in listing and "hunter2-secret" not in listing
         assert "open the memory to reveal" in listing
-    assert "hunter2-secret" in text(browser.get(ui(f"memories/{secret.id}")))
+    assert "hunter2-secret" in text(owner.get(ui(f"memories/{secret.id}")))
 
 
 def test_the_queue_holds_unverified_memories_oldest_first_and_nothing_else(
-        browser, ui, remember, alice):
+        owner, ui, remember, alice):
     old = remember(key="old")
     new = remember(key="new")
     Memory.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=2))
@@ -225,40 +225,40 @@ def test_the_queue_holds_unverified_memories_oldest_first_and_nothing_else(
     superseded = remember(key="superseded")
     Memory.objects.filter(pk=superseded.pk).update(superseded_at=timezone.now())
     remember(key="mine", actor=alice)
-    response = browser.get(ui("queue"))
+    response = owner.get(ui("queue"))
     assert [m.id for m in response.context["page"].object_list] == [old.id, new.id]
     assert response.context["queue_count"] == 2
 
 
-def test_verifying_records_who_and_when_and_leaves_the_queue(browser, ui, remember, alice):
+def test_verifying_records_who_and_when_and_leaves_the_queue(owner, ui, remember, alice):
     memory = remember()
-    response = browser.post(ui(f"memories/{memory.id}/verify"), {"next": ui("queue")})
+    response = owner.post(ui(f"memories/{memory.id}/verify"), {"next": ui("queue")})
     assert response.status_code == 302 and response["Location"] == ui("queue")
     memory.refresh_from_db()
     assert memory.verified and memory.verified_by == alice and memory.verified_at
     assert AuditEvent.objects.filter(memory_id=memory.id, action="verify",
                                      actor_label="alice").exists()
-    queue = browser.get(ui("queue"))
+    queue = owner.get(ui("queue"))
     assert list(queue.context["page"].object_list) == []
     assert "All caught up" in text(queue)
     assert [m.id for m in queue.context["recently_verified"]] == [memory.id]
 
 
-def test_unverifying_puts_a_memory_back_in_the_queue(browser, ui, remember, alice):
+def test_unverifying_puts_a_memory_back_in_the_queue(owner, ui, remember, alice):
     memory = remember()
-    browser.post(ui(f"memories/{memory.id}/verify"))
-    browser.post(ui(f"memories/{memory.id}/unverify"))
+    owner.post(ui(f"memories/{memory.id}/verify"))
+    owner.post(ui(f"memories/{memory.id}/unverify"))
     memory.refresh_from_db()
     assert not memory.verified and memory.verified_by is None
-    assert [m.id for m in browser.get(ui("queue")).context["page"].object_list] == [memory.id]
+    assert [m.id for m in owner.get(ui("queue")).context["page"].object_list] == [memory.id]
 
 
 def test_bulk_verify_verifies_the_selection_and_nothing_of_another_mind(
-        browser, ui, remember, bob_mind, bob_agent):
+        owner, ui, remember, bob_mind, bob_agent):
     first, second, untouched = remember(key="a"), remember(key="b"), remember(key="c")
     bob_agent.post("/memory", {"category": "fact", "content": "Bob's"}, format="json")
     bobs = Memory.objects.get(mind=bob_mind)
-    response = browser.post(ui("queue/verify"), {"ids": [first.id, second.id, bobs.id]},
+    response = owner.post(ui("queue/verify"), {"ids": [first.id, second.id, bobs.id]},
                             follow=True)
     assert "Verified 2 memories." in text(response)
     assert set(Memory.objects.filter(verified=True).values_list("id", flat=True)) == {
@@ -268,15 +268,15 @@ def test_bulk_verify_verifies_the_selection_and_nothing_of_another_mind(
     assert not untouched.verified and not bobs.verified
 
 
-def test_bulk_verify_with_nothing_selected_says_what_to_do(browser, ui, remember):
+def test_bulk_verify_with_nothing_selected_says_what_to_do(owner, ui, remember):
     remember()
-    response = browser.post(ui("queue/verify"), {})
+    response = owner.post(ui("queue/verify"), {})
     assert response.status_code == 400
     assert "Select at least one memory first." in text(response)
 
 
-def test_a_memory_written_in_the_browser_is_a_verified_user_memory(browser, ui, alice_mind):
-    response = browser.post(ui("memories/new"), {
+def test_a_memory_written_in_the_browser_is_a_verified_user_memory(owner, ui, alice_mind):
+    response = owner.post(ui("memories/new"), {
         "category": "preference", "key": "", "content": "Prefers tea", "tags": "Drinks, morning",
         "priority": "high", "confidence": "1", "expires_at": ""})
     memory = Memory.objects.for_mind(alice_mind).get()
@@ -285,18 +285,18 @@ def test_a_memory_written_in_the_browser_is_a_verified_user_memory(browser, ui, 
         "user", True, ["drinks", "morning"], "high")
 
 
-def test_editing_makes_version_2_and_the_memory_page_shows_the_diff(browser, ui, remember):
+def test_editing_makes_version_2_and_the_memory_page_shows_the_diff(owner, ui, remember):
     memory = remember(category="project", key="status", tags=["work"],
                       content="Phase one is done.\nPhase two starts in May.")
-    form = browser.get(ui(f"memories/{memory.id}/edit")).context["form"]
+    form = owner.get(ui(f"memories/{memory.id}/edit")).context["form"]
     data = {**{name: form[name].value() for name in form.fields},
             "content": "Phase one is done.\nPhase two starts in June.", "tags": "work, q2"}
     data["expires_at"] = data["expires_at"] or ""
-    response = browser.post(ui(f"memories/{memory.id}/edit"), data)
+    response = owner.post(ui(f"memories/{memory.id}/edit"), data)
     assert response.status_code == 302
     memory.refresh_from_db()
     assert memory.version == 2 and memory.tags == ["work", "q2"]
-    page = browser.get(ui(f"memories/{memory.id}"))
+    page = owner.get(ui(f"memories/{memory.id}"))
     diff = page.context["diff"]
     assert (diff["old"].version, diff["new"].version) == (1, 2)
     html = text(page)
@@ -304,21 +304,21 @@ def test_editing_makes_version_2_and_the_memory_page_shows_the_diff(browser, ui,
     assert ("tags", "work", "work, q2") in diff["fields"]
 
 
-def test_an_unchanged_edit_makes_no_new_version(browser, ui, remember):
+def test_an_unchanged_edit_makes_no_new_version(owner, ui, remember):
     memory = remember(content="Same")
-    form = browser.get(ui(f"memories/{memory.id}/edit")).context["form"]
+    form = owner.get(ui(f"memories/{memory.id}/edit")).context["form"]
     data = {name: form[name].value() for name in form.fields}
     data["expires_at"] = ""
-    response = browser.post(ui(f"memories/{memory.id}/edit"), data, follow=True)
+    response = owner.post(ui(f"memories/{memory.id}/edit"), data, follow=True)
     assert "Nothing changed." in text(response)
     memory.refresh_from_db()
     assert memory.version == 1
 
 
-def test_editing_to_a_key_already_taken_shows_the_conflict(browser, ui, remember):
+def test_editing_to_a_key_already_taken_shows_the_conflict(owner, ui, remember):
     remember(key="taken")
     memory = remember(key="mine")
-    response = browser.post(ui(f"memories/{memory.id}/edit"), {
+    response = owner.post(ui(f"memories/{memory.id}/edit"), {
         "category": "fact", "key": "taken", "content": "x", "tags": "", "priority": "normal",
         "confidence": "0.7", "expires_at": ""})
     assert response.status_code == 400
@@ -327,45 +327,45 @@ def test_editing_to_a_key_already_taken_shows_the_conflict(browser, ui, remember
     assert memory.key == "mine" and memory.version == 1
 
 
-def test_the_diff_escapes_html_in_memory_text(browser, ui, remember, alice):
+def test_the_diff_escapes_html_in_memory_text(owner, ui, remember, alice):
     memory = remember(content="safe text")
     memory_update(memory=memory, actor=alice, content='<script>alert("x")</script>')
-    html = text(browser.get(ui(f"memories/{memory.id}")))
+    html = text(owner.get(ui(f"memories/{memory.id}")))
     assert "<script>alert" not in html
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
 
 
-def test_any_two_versions_can_be_compared(browser, ui, remember, alice):
+def test_any_two_versions_can_be_compared(owner, ui, remember, alice):
     memory = remember(content="one")
     memory_update(memory=memory, actor=alice, content="two")
     memory_update(memory=memory, actor=alice, content="three")
-    diff = browser.get(ui(f"memories/{memory.id}"), {"from": 1, "to": 3}).context["diff"]
+    diff = owner.get(ui(f"memories/{memory.id}"), {"from": 1, "to": 3}).context["diff"]
     assert [line.parts for line in diff["lines"]] == [[("del", "one")], [("ins", "three")]]
-    assert browser.get(ui(f"memories/{memory.id}"), {"from": 9, "to": "x"}).status_code == 200
+    assert owner.get(ui(f"memories/{memory.id}"), {"from": 9, "to": "x"}).status_code == 200
 
 
-def test_reverting_makes_a_new_version_equal_to_the_old_one(browser, ui, remember, alice):
+def test_reverting_makes_a_new_version_equal_to_the_old_one(owner, ui, remember, alice):
     memory = remember(content="original")
     memory_update(memory=memory, actor=alice, content="changed")
-    response = browser.post(ui(f"memories/{memory.id}/revert"), {"version": 1}, follow=True)
+    response = owner.post(ui(f"memories/{memory.id}/revert"), {"version": 1}, follow=True)
     assert "Reverted to version 1; that is now version 3." in text(response)
     memory.refresh_from_db()
     assert (memory.content, memory.version) == ("original", 3)
 
 
-def test_reverting_to_a_missing_version_says_so(browser, ui, remember):
+def test_reverting_to_a_missing_version_says_so(owner, ui, remember):
     memory = remember()
-    response = browser.post(ui(f"memories/{memory.id}/revert"), {"version": 7}, follow=True)
+    response = owner.post(ui(f"memories/{memory.id}/revert"), {"version": 7}, follow=True)
     assert "There is no version 7." in text(response)
 
 
-def test_delete_moves_to_the_trash_and_restore_brings_it_back(browser, ui, remember):
+def test_delete_moves_to_the_trash_and_restore_brings_it_back(owner, ui, remember):
     memory = remember(key="note")
-    browser.post(ui(f"memories/{memory.id}/delete"))
-    trash = browser.get(ui("trash"))
+    owner.post(ui(f"memories/{memory.id}/delete"))
+    trash = owner.get(ui("trash"))
     assert [m.id for m in trash.context["page"].object_list] == [memory.id]
-    assert browser.get(ui()).context["page"].paginator.count == 0
-    response = browser.post(ui(f"memories/{memory.id}/restore"), {"next": ui("trash")},
+    assert owner.get(ui()).context["page"].paginator.count == 0
+    response = owner.post(ui(f"memories/{memory.id}/restore"), {"next": ui("trash")},
                             follow=True)
     assert "Restored fact/note." in text(response)
     assert "The trash is empty" in text(response)
@@ -373,12 +373,12 @@ def test_delete_moves_to_the_trash_and_restore_brings_it_back(browser, ui, remem
     assert memory.deleted_at is None
 
 
-def test_restoring_when_the_key_was_reused_explains_the_conflict(browser, ui, remember, alice,
+def test_restoring_when_the_key_was_reused_explains_the_conflict(owner, ui, remember, alice,
                                                                  alice_mind):
     memory = remember(key="reused", content="old text")
     memory_delete(memory=memory, actor=alice)
     taken = remember(key="reused", content="new text")
-    response = browser.post(ui(f"memories/{memory.id}/restore"), {"next": ui("trash")},
+    response = owner.post(ui(f"memories/{memory.id}/restore"), {"next": ui("trash")},
                             follow=True)
     page = text(response)
     assert "Cannot restore fact/reused: the key was reused by another memory" in page
@@ -388,87 +388,87 @@ def test_restoring_when_the_key_was_reused_explains_the_conflict(browser, ui, re
     assert memory.deleted_at is not None
 
 
-def test_an_unknown_memory_action_is_a_404(browser, ui, remember):
+def test_an_unknown_memory_action_is_a_404(owner, ui, remember):
     memory = remember()
-    assert browser.post(ui(f"memories/{memory.id}/purge")).status_code == 404
+    assert owner.post(ui(f"memories/{memory.id}/purge")).status_code == 404
 
 
-def test_actions_only_redirect_back_within_the_site(browser, ui, remember):
+def test_actions_only_redirect_back_within_the_site(owner, ui, remember):
     memory = remember()
-    response = browser.post(ui(f"memories/{memory.id}/verify"),
+    response = owner.post(ui(f"memories/{memory.id}/verify"),
                             {"next": "https://evil.example/phish"})
     assert response["Location"] == ui(f"memories/{memory.id}")
 
 
-def test_a_new_key_is_shown_once_and_works(browser, ui, alice_mind):
-    response = browser.post(ui("keys"), {"name": "laptop", "scope": "write", "expires_at": ""})
+def test_a_new_key_is_shown_once_and_works(owner, ui, alice_mind):
+    response = owner.post(ui("keys"), {"name": "laptop", "scope": "write", "expires_at": ""})
     assert response.status_code == 200
     plaintext = response.context["plaintext"]
     assert plaintext.startswith("mk_") and plaintext in text(response)
     key = MindKey.objects.get(mind=alice_mind, name="laptop")
     assert plaintext.endswith(key.last4) and plaintext not in key.hashed_secret
-    assert plaintext not in text(browser.get(ui("keys")))
+    assert plaintext not in text(owner.get(ui("keys")))
     agent = APIClient()
     agent.credentials(HTTP_AUTHORIZATION=f"Bearer {plaintext}")
     assert agent.get("/memory/recall").status_code == 200
 
 
-def test_a_key_must_expire_in_the_future(browser, ui, alice_mind):
-    response = browser.post(ui("keys"), {"name": "late", "scope": "read",
+def test_a_key_must_expire_in_the_future(owner, ui, alice_mind):
+    response = owner.post(ui("keys"), {"name": "late", "scope": "read",
                                          "expires_at": "2001-01-01T00:00"})
     assert response.status_code == 400
     assert "The expiry must be in the future." in text(response)
     assert not MindKey.objects.filter(name="late").exists()
 
 
-def test_keys_list_shows_last4_scope_and_last_use(browser, ui, alice_key, agent):
+def test_keys_list_shows_last4_scope_and_last_use(owner, ui, alice_key, agent):
     agent.get("/memory/recall")
-    page = text(browser.get(ui("keys")))
+    page = text(owner.get(ui("keys")))
     key = alice_key[0]
     assert f"mk_…{key.last4}" in page and "read and write" in page and "just now" in page
     assert alice_key[1] not in page
 
 
-def test_a_revoked_key_is_refused_on_its_next_request(browser, ui, alice_key, agent):
+def test_a_revoked_key_is_refused_on_its_next_request(owner, ui, alice_key, agent):
     key = alice_key[0]
-    response = browser.post(ui(f"keys/{key.id}/revoke"), follow=True)
+    response = owner.post(ui(f"keys/{key.id}/revoke"), follow=True)
     assert f"Revoked alice agent (…{key.last4})" in text(response)
     assert agent.get("/memory/recall").status_code == 401
 
 
-def test_settings_rename_the_mind_and_choose_the_recall_policy(browser, ui, alice_mind):
-    response = browser.post(ui("settings"), {"name": "Renamed",
+def test_settings_rename_the_mind_and_choose_the_recall_policy(owner, ui, alice_mind):
+    response = owner.post(ui("settings"), {"name": "Renamed",
                                              "unverified_in_recall": "hidden"})
     assert response.status_code == 302
     alice_mind.refresh_from_db()
     assert (alice_mind.name, alice_mind.unverified_in_recall) == ("Renamed", "hidden")
-    assert "stay out of recall until you verify" in text(browser.get(ui("queue")))
+    assert "stay out of recall until you verify" in text(owner.get(ui("queue")))
 
 
-def test_an_unknown_recall_policy_is_refused(browser, ui, alice_mind):
-    response = browser.post(ui("settings"), {"name": "X", "unverified_in_recall": "shown"})
+def test_an_unknown_recall_policy_is_refused(owner, ui, alice_mind):
+    response = owner.post(ui("settings"), {"name": "X", "unverified_in_recall": "shown"})
     assert response.status_code == 400
     alice_mind.refresh_from_db()
     assert alice_mind.name == "Alice's Mind"
 
 
-def test_deleting_a_mind_needs_its_name_typed_out(browser, ui, alice_mind, remember):
+def test_deleting_a_mind_needs_its_name_typed_out(owner, ui, alice_mind, remember):
     remember()
-    response = browser.post(ui("delete"), {"confirm_name": "alice's mind"})
+    response = owner.post(ui("delete"), {"confirm_name": "alice's mind"})
     assert response.status_code == 400
     assert Mind.objects.filter(pk=alice_mind.pk).exists()
-    response = browser.post(ui("delete"), {"confirm_name": "Alice's Mind"})
+    response = owner.post(ui("delete"), {"confirm_name": "Alice's Mind"})
     assert response.status_code == 302 and response["Location"] == "/ui/"
     assert not Mind.objects.filter(pk=alice_mind.pk).exists()
     assert not Memory.objects.exists()
 
 
-def test_statistics_count_and_chart_the_mind(browser, ui, remember, alice):
+def test_statistics_count_and_chart_the_mind(owner, ui, remember, alice):
     remember(key="a", category="project", priority="critical")
     remember(key="b", category="project", actor=alice)
     remember(key="c", category="mistake", expires_at=timezone.now() - timedelta(days=1))
     memory_delete(memory=remember(key="d"), actor=alice)
-    response = browser.get(ui("stats"))
+    response = owner.get(ui("stats"))
     context = response.context
     assert context["totals"] == {"total": 3, "verified": 1, "expired": 1}
     assert (context["unverified"], context["trash"], context["added"]) == (2, 1, 3)
@@ -480,8 +480,8 @@ def test_statistics_count_and_chart_the_mind(browser, ui, remember, alice):
     assert html.count("<svg class=\"chart") == 4  # two bar charts, the timeline twice
 
 
-def test_statistics_of_an_empty_mind_say_what_to_do(browser, ui):
-    assert "Nothing to chart yet" in text(browser.get(ui("stats")))
+def test_statistics_of_an_empty_mind_say_what_to_do(owner, ui):
+    assert "Nothing to chart yet" in text(owner.get(ui("stats")))
 
 
 def test_content_diff_folds_long_unchanged_runs():
@@ -509,10 +509,10 @@ def test_sign_in_attempts_are_rate_limited_like_the_api_login(client, alice, set
     assert api.status_code == 429
 
 
-def test_a_memory_in_the_trash_cannot_be_edited_until_restored(browser, ui, remember, alice):
+def test_a_memory_in_the_trash_cannot_be_edited_until_restored(owner, ui, remember, alice):
     memory = remember(content="before")
     memory_delete(memory=memory, actor=alice)
-    response = browser.post(ui(f"memories/{memory.id}/edit"), {
+    response = owner.post(ui(f"memories/{memory.id}/edit"), {
         "category": "fact", "key": memory.key, "content": "after", "tags": "",
         "priority": "normal", "confidence": "1", "expires_at": ""}, follow=True)
     assert "restore it to edit it" in text(response)
@@ -522,7 +522,7 @@ def test_a_memory_in_the_trash_cannot_be_edited_until_restored(browser, ui, reme
 
 @pytest.mark.parametrize("tail", ["", "queue", "trash", "keys", "stats"])
 def test_pages_make_the_same_number_of_queries_for_few_or_many_rows(
-        browser, ui, remember, alice, alice_mind, tail, django_assert_num_queries):
+        owner, ui, remember, alice, alice_mind, tail, django_assert_num_queries):
     def fill(count: int, offset: int) -> None:
         for number in range(offset, offset + count):
             memory = remember(key=f"m{number}", tags=["t"])
@@ -532,19 +532,19 @@ def test_pages_make_the_same_number_of_queries_for_few_or_many_rows(
 
     fill(2, 0)
     with CaptureQueriesContext(connection) as few:
-        assert browser.get(ui(tail)).status_code == 200
+        assert owner.get(ui(tail)).status_code == 200
     fill(12, 2)
     with django_assert_num_queries(len(few.captured_queries)):
-        browser.get(ui(tail))
+        owner.get(ui(tail))
 
 
-def test_the_memory_page_shows_who_did_what_to_it(browser, ui, remember, alice):
+def test_the_memory_page_shows_who_did_what_to_it(owner, ui, remember, alice):
     memory = remember(key="tracked")
-    browser.post(ui(f"memories/{memory.id}/verify"))
-    browser.post(ui(f"memories/{memory.id}/delete"))
-    browser.post(ui(f"memories/{memory.id}/restore"))
+    owner.post(ui(f"memories/{memory.id}/verify"))
+    owner.post(ui(f"memories/{memory.id}/delete"))
+    owner.post(ui(f"memories/{memory.id}/restore"))
     labels = [(event.actor_label, label)
-              for event, label in browser.get(ui(f"memories/{memory.id}")).context["activity"]]
+              for event, label in owner.get(ui(f"memories/{memory.id}")).context["activity"]]
     assert labels[:3] == [("alice", "restored it"), ("alice", "moved it to the trash"),
                           ("alice", "verified it")]
     assert labels[3][1] == "stored it" and labels[3][0].startswith("alice agent")
