@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 BIN = Path(sys.executable).parent
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
@@ -48,7 +48,7 @@ def synapse_server(django_db_setup, django_db_blocker) -> str:
     with django_db_blocker.unblock():
         from synapse import asgi
 
-        port = _free_port()
+        port = free_port()
         config = uvicorn.Config(asgi.application, host="127.0.0.1", port=port,
                                 lifespan="on", access_log=False, log_config=None)
         server = uvicorn.Server(config)

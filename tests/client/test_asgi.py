@@ -2,13 +2,18 @@
 query strings (a ``?key=mk_…`` or private search text never reaches a log line)."""
 
 import logging
+import os
+import subprocess
 import time
+from pathlib import Path
+from urllib.parse import quote
 
 import anyio
 import httpx
 import pytest
 
-from tests.client.conftest import http_session, text_of
+from memories.models import Memory
+from tests.client.conftest import BIN, free_port, http_session, text_of
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -54,3 +59,47 @@ def test_mcp_accepts_the_key_as_a_query_parameter_too(synapse_server, alice_key,
     lines = access_lines(caplog, '"POST /mcp" 200')
     assert any('"POST /mcp" 200' in line for line in lines)
     assert not any("where does she live" in line or "mk_" in line for line in lines)
+
+
+def test_gunicorn_with_the_production_config_serves_mcp(alice_key, tmp_path):
+    """synapse/gunicorn_conf.py as `make run` and the image start it: uvicorn workers,
+    lifespan on, /mcp beside Django, on the test database."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    database_url = (f"postgresql://{quote(db['USER'])}:{quote(db['PASSWORD'] or '')}@"
+                    f"{quote(db['HOST'], safe='')}:{db['PORT']}/{db['NAME']}")
+    port = free_port()
+    log = tmp_path / "gunicorn.log"
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            [str(BIN / "gunicorn"), "-c", "synapse/gunicorn_conf.py"],
+            cwd=Path(__file__).resolve().parents[2], stdout=output, stderr=subprocess.STDOUT,
+            env={**os.environ, "DATABASE_URL": database_url, "WEB_CONCURRENCY": "1",
+                 "SYNAPSE_BIND": f"127.0.0.1:{port}"})
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            assert process.poll() is None, log.read_text()
+            try:
+                httpx.get(f"{url}/memory/health", timeout=5)
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.5)
+        response = httpx.post(f"{url}/mcp", timeout=60, headers={
+            "Authorization": f"Bearer {alice_key[1]}",
+            "Accept": "application/json, text/event-stream"}, json={
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "remember", "arguments": {"category": "fact", "content": "Via gunicorn"}}})
+        assert response.status_code == 200, log.read_text()
+        text = response.json()["result"]["content"][0]["text"]
+        assert text.startswith("Stored mem_")
+        assert Memory.objects.get(pk=text.split()[1]).content == "Via gunicorn"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    lines = log.read_text()
+    assert '"POST /mcp" 200' in lines
+    assert alice_key[1] not in lines
