@@ -252,7 +252,6 @@ class SynapseAPIView(APIView):
     throttle_scope: str | dict[str, str] | None = None
     query_serializer: type[serializers.Serializer] | None = None
     query_serializers: dict[str, type[serializers.Serializer]] = {}
-    uses_mind = True
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)

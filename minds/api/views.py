@@ -97,7 +97,6 @@ class TokenRouteMixin:
     authentication_classes = ()
     permission_classes = (AllowAny,)
     www_authenticate_realm = "synapse"
-    uses_mind = False
 
     def get_authenticate_header(self, request):
         return REALM
@@ -165,7 +164,6 @@ class LogoutView(TokenRouteMixin, SynapseAPIView):
 
 class MeView(SynapseAPIView):
     permission_classes = [HumanOnly]
-    uses_mind = False
 
     @extend_schema(operation_id="auth_me", auth=HUMAN_AUTH,
                    responses={200: UserSerializer, **ME_ERRORS},
@@ -188,7 +186,6 @@ class HumanView(SynapseAPIView):
     """A view over the minds of the signed-in human."""
 
     permission_classes = [HumanOnly]
-    uses_mind = False
 
     def minds(self):
         from memories.models import Memory
