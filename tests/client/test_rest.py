@@ -106,3 +106,15 @@ def test_recall_text_cuts_least_important_blocks_to_stay_within_the_budget():
     assert 0 < shown < 5
     assert f"{2 + 5 - shown} left out to stay within the budget" in text
     assert "[mem_0]" in text  # the most important (first) block stays
+
+
+def test_the_client_package_never_imports_django():
+    import subprocess
+    import sys
+
+    script = ("import sys, synapse_client.cli, synapse_client.mcp_stdio, synapse_client.tools; "
+              "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+              "('django', 'rest_framework', 'minds', 'memories', 'synapse')))")
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                               env={"PATH": "/usr/bin:/bin"}, timeout=60, check=True)
+    assert completed.stdout.strip() == "[]"
