@@ -37,7 +37,7 @@ system-deps:
 run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py demo_setup
-	@echo "Synapse on http://$(HOST):$(PORT)/  (web UI /ui/, API docs /api/docs/)"
+	@echo "Synapse on http://$(HOST):$(PORT)/  (web UI /ui/, API docs /api/docs/, MCP /mcp)"
 	@trap 'kill 0' INT TERM EXIT; \
 	$(BIN)/python manage.py embed_worker & \
 	SYNAPSE_BIND=$(HOST):$(PORT) $(BIN)/gunicorn -c synapse/gunicorn_conf.py
