@@ -90,7 +90,8 @@ class MemoryBrowserView(MemoryPageView):
 
     def get(self, request, mind_id):
         form = MemoryFilterForm(request.GET)
-        filters = form.cleaned_data if form.is_valid() else {}
+        form.is_valid()
+        filters = form.cleaned_data  # the valid ones: a bad value drops only its own filter
         memories = self.memories().current()
         if filters.get("category"):
             memories = memories.filter(category=filters["category"])
@@ -120,7 +121,7 @@ class MemoryBrowserView(MemoryPageView):
             "form": form, "page": page, "filtered": bool(active), "query": query,
             "syntax_error": syntax_error,
             "total": self.memories().current().count() if active else page.paginator.count,
-            "page_query": params.urlencode(), "now": timezone.now(),
+            "page_query": params.urlencode(),
         })
 
 
@@ -193,6 +194,9 @@ class DiffLine:
 
 _TOKENS = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
 CONTEXT_LINES = 3
+# Word marking compares tokens pairwise (quadratic at worst): longer line pairs are shown
+# as a whole deleted and a whole inserted line instead.
+WORD_DIFF_MAX_CHARS = 5000
 
 
 def _word_diff(old: str, new: str) -> tuple[DiffLine, DiffLine]:
@@ -221,7 +225,11 @@ def content_diff(old: str, new: str) -> list[DiffLine]:
             lines += [DiffLine("same", [("same", line)]) for line in a[i1:i2]]
         elif tag == "replace" and i2 - i1 == j2 - j1:
             for old_line, new_line in zip(a[i1:i2], b[j1:j2], strict=True):
-                lines += _word_diff(old_line, new_line)
+                if len(old_line) + len(new_line) <= WORD_DIFF_MAX_CHARS:
+                    lines += _word_diff(old_line, new_line)
+                else:
+                    lines += [DiffLine("del", [("del", old_line)]),
+                              DiffLine("ins", [("ins", new_line)])]
         else:
             lines += [DiffLine("del", [("del", line)]) for line in a[i1:i2]]
             lines += [DiffLine("ins", [("ins", line)]) for line in b[j1:j2]]
@@ -266,6 +274,15 @@ def _shown(value) -> str:
     return str(value)
 
 
+ACTIVITY_LIMIT = 20
+# Audit actions as the memory page words them.
+ACTIONS = {"store": "stored it", "update": "edited it", "verify": "verified it",
+           "unverify": "unverified it", "delete": "moved it to the trash",
+           "bulk_delete": "moved it to the trash", "restore": "restored it",
+           "revert": "reverted it", "sync": "synced it", "import": "imported it",
+           "compact": "compacted it", "uncompact": "undid its compaction"}
+
+
 class MemoryDetailView(MemoryPageView):
     """One memory: metadata, plaintext content, versions and a diff between two of them."""
 
@@ -295,15 +312,6 @@ class MemoryDetailView(MemoryPageView):
             "superseded_by": (self.memories().filter(pk=memory.superseded_by_id).first()
                               if memory.superseded_by_id else None),
         })
-
-
-ACTIVITY_LIMIT = 20
-# Audit actions as the memory page words them.
-ACTIONS = {"store": "stored it", "update": "edited it", "verify": "verified it",
-           "unverify": "unverified it", "delete": "moved it to the trash",
-           "bulk_delete": "moved it to the trash", "restore": "restored it",
-           "revert": "reverted it", "sync": "synced it", "import": "imported it",
-           "compact": "compacted it", "uncompact": "undid its compaction"}
 
 
 def _revealed(memory: Memory | MemoryVersion) -> str:
