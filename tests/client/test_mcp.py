@@ -259,3 +259,20 @@ def test_stdio_server_without_a_key_exits_with_a_message(synapse_server):
                                capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
     assert completed.returncode == 1
     assert "set SYNAPSE_MIND_KEY" in completed.stderr
+
+
+@pytest.mark.parametrize("mode", ["auto", "2026-07-28", "legacy"])
+def test_clients_of_every_protocol_era_reach_the_same_tools(synapse_server, alice_key, remember,
+                                                            mode):
+    from mcp import Client
+
+    memory = remember(category="fact", key="city", content="Lives in Porto")
+
+    async def scenario():
+        # mcp.Client takes a bare URL (no headers): the key goes as ?key=.
+        async with Client(f"{synapse_server}/mcp?key={alice_key[1]}", mode=mode) as client:
+            return await client.call_tool("get_memory", {"memory_id": memory.id})
+
+    result = run(scenario)
+    assert not result.is_error, text_of(result)
+    assert text_of(result).startswith(f"[{memory.id}] fact/city")
