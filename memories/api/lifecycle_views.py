@@ -1,6 +1,8 @@
 """Lifecycle routes (SPEC §3–4): versions, trash, expiry, diff and sync, bulk delete,
 export and import, audit and stats."""
 
+import json
+
 from django.db.models import Count, Q
 from django.http import StreamingHttpResponse
 from django.utils import timezone
@@ -12,6 +14,7 @@ from drf_spectacular.utils import (
     inline_serializer,
 )
 from rest_framework import exceptions, serializers
+from rest_framework.parsers import BaseParser
 from rest_framework.response import Response
 
 from memories.api.serializers import (
@@ -49,6 +52,24 @@ from synapse.api import (
 SYNC_MAX_CHANGES = 5000
 BULK_DELETE_MAX = 1000
 CONFLICT = {409: OpenApiResponse(description="Conflicts with the current state (error shape)")}
+
+
+class LargeJSONParser(BaseParser):
+    """JSON read from the request stream, for bodies up to IMPORT_MAX_BODY_BYTES.
+
+    DRF's JSONParser goes through ``request.body``, which Django caps at
+    DATA_UPLOAD_MAX_MEMORY_SIZE (the everyday limit); sync and import take whole minds.
+    The size is checked before this runs (synapse.middleware.RequestGuardMiddleware)."""
+
+    media_type = "application/json"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        if stream is None:
+            return {}
+        try:
+            return json.loads(stream.read())
+        except (ValueError, UnicodeDecodeError) as error:
+            raise exceptions.ParseError(f"The body is not valid JSON: {error}") from None
 
 
 def _reveal_credentials(request, asked: bool) -> bool:
@@ -351,6 +372,8 @@ SYNC_RESULT = inline_serializer("SyncResult", {
 
 
 class SyncView(MemoryScopedView):
+    parser_classes = [LargeJSONParser]
+
     @extend_schema(
         operation_id="memory_sync", request=SyncSerializer, parameters=[MIND_PARAMETER],
         responses={200: SYNC_RESULT, **ERRORS}, tags=["sync"],
@@ -429,6 +452,8 @@ class ExportView(MemoryScopedView):
 
 
 class ImportView(MemoryScopedView):
+    parser_classes = [LargeJSONParser]
+
     @extend_schema(
         operation_id="memory_import", request=OpenApiTypes.OBJECT, parameters=[MIND_PARAMETER],
         responses={200: inline_serializer("ImportResult", {

@@ -244,3 +244,38 @@ def test_export_of_another_mind_is_404(rich_mind, bob):
 @pytest.mark.parametrize("query", ["format=xml", "format=json&compress=yes"])
 def test_export_with_bad_parameters_is_400(agent, query):
     assert agent.get(f"/memory/mind-export?{query}").status_code == 400
+
+
+def _document_of(count: int, size: int) -> dict:
+    return {"format": "synapse.mind-export", "format_version": 1, "tombstones": [],
+            "memories": [{"id": f"mem_large{i:015d}", "category": "note", "key": f"k{i}",
+                          "content": "x" * size, "tags": [], "priority": "normal",
+                          "source": "user", "verified": True, "confidence": 1.0,
+                          "version": 1, "created_at": "2026-01-01T00:00:00Z",
+                          "updated_at": "2026-01-01T00:00:00Z", "versions": []}
+                         for i in range(count)]}
+
+
+def test_import_takes_bodies_beyond_the_everyday_limit(human, alice, settings):
+    document = _document_of(120, 49_000)
+    assert len(json.dumps(document)) > settings.MAX_BODY_BYTES
+    copy = mind_create(owner=alice, name="Large")
+    response = human.post(f"/memory/mind-import?mind={copy.id}", document, format="json")
+    assert response.status_code == 200
+    assert Memory.objects.for_mind(copy).count() == 120
+
+
+def test_import_beyond_the_import_limit_is_413(human, alice, settings):
+    settings.IMPORT_MAX_BODY_BYTES = 10_000
+    copy = mind_create(owner=alice, name="Too large")
+    response = human.post(f"/memory/mind-import?mind={copy.id}", _document_of(3, 5000),
+                          format="json")
+    assert response.status_code == 413
+    assert not Memory.objects.for_mind(copy).exists()
+
+
+@pytest.mark.parametrize("path", ["/memory/mind-import", "/memory/sync"])
+def test_a_body_that_is_not_json_is_400(agent, path):
+    response = agent.post(path, b'{"memories": [', content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "parse_error"
