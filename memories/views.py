@@ -119,6 +119,7 @@ class MemoryBrowserView(MemoryPageView):
         params.pop("page", None)
         return self.render("memories/browser.html", {
             "form": form, "page": page, "filtered": bool(active), "query": query,
+            "filter_count": len(set(active) - {"q"}),
             "syntax_error": syntax_error,
             "total": self.memories().current().count() if active else page.paginator.count,
             "page_query": params.urlencode(),

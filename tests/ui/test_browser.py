@@ -202,3 +202,18 @@ def test_staff_can_sign_in_to_the_admin_and_save_a_form(page, alice, alice_mind)
     expect(page.locator(".messagelist")).to_contain_text("changed successfully")
     alice_mind.refresh_from_db()
     assert alice_mind.name == "Renamed in admin"
+
+
+def test_filters_fold_away_on_a_phone_and_still_work(phone, alice_mind, agent_memories):
+    sign_in(phone)
+    phone.goto(f"/ui/minds/{alice_mind.id}/")
+    category = phone.get_by_label("Category")
+    expect(category).to_be_hidden()
+    phone.get_by_text("Filters", exact=True).click()
+    category.select_option("mistake")
+    phone.get_by_role("button", name="Apply").click()
+    expect(phone.locator("article.memory")).to_have_count(1)
+    expect(phone.locator("article.memory")).to_contain_text("friday_deploys")
+    # With a filter in use the panel stays open and says how many.
+    expect(phone.get_by_label("Category")).to_be_visible()
+    expect(phone.locator(".filter-panel > summary")).to_have_text("Filters (1)")

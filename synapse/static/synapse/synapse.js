@@ -66,6 +66,12 @@
     }
   });
   document.addEventListener("DOMContentLoaded", function () {
+    // On a phone, unused filters fold away behind their summary.
+    if (window.matchMedia("(max-width: 600px)").matches) {
+      document.querySelectorAll("details[data-collapse-narrow]").forEach(function (panel) {
+        panel.open = false;
+      });
+    }
     document.querySelectorAll("[data-selection-count]").forEach(function (button) {
       refresh(button.getAttribute("data-selection-count"));
     });
