@@ -52,5 +52,11 @@ test: install system-deps
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
+# A longer schemathesis run than CI's (examples per operation and mode; see tests/security).
+FUZZ_EXAMPLES ?= 25
+fuzz: install
+	SYNAPSE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/security/test_fuzz.py \
+		-q -s
+
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
