@@ -451,6 +451,15 @@ class ExportView(MemoryScopedView):
         return response
 
 
+class MindExportView(ExportView):
+    @extend_schema(operation_id="mind_export", parameters=[MIND_PARAMETER, ExportQuery],
+                   responses={(200, "application/json"): OpenApiTypes.OBJECT,
+                              (200, "text/csv"): OpenApiTypes.STR, **ERRORS},
+                   tags=["lifecycle"], description="Alias of GET /memory/mind-export.")
+    def get(self, request):
+        return super().get(request)
+
+
 class ImportView(MemoryScopedView):
     parser_classes = [LargeJSONParser]
 

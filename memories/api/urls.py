@@ -45,7 +45,7 @@ urlpatterns = [
     path("memory/bulk-delete", lifecycle_views.BulkDeleteView.as_view(),
          name="memory-bulk-delete"),
     path("memory/mind-export", lifecycle_views.ExportView.as_view(), name="memory-export"),
-    path("mind/export", lifecycle_views.ExportView.as_view(), name="mind-export"),
+    path("mind/export", lifecycle_views.MindExportView.as_view(), name="mind-export"),
     path("memory/mind-import", lifecycle_views.ImportView.as_view(), name="memory-import"),
     path("memory/audit", lifecycle_views.AuditView.as_view(), name="memory-audit"),
     path("memory/stats", lifecycle_views.StatsView.as_view(), name="memory-stats"),
