@@ -333,3 +333,23 @@ def test_sync_over_the_cap_is_400_saying_how_to_split_it(agent, alice_mind):
 def test_read_only_key_cannot_sync(reader):
     response = reader.post("/memory/sync", {"memories": [item("a", "x", 1)]}, format="json")
     assert response.status_code == 403
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_diff_posted_as_is_to_another_instance_makes_it_a_copy(agent, bob_agent, remember,
+                                                                 alice_mind, bob_mind):
+    remember(key="a", content="Alpha", tags=["x"], priority="high")
+    remember(key="b", content="Beta")
+    gone = remember(key="gone", content="Gone")
+    agent.delete(f"/memory/{gone.id}")
+    first = agent.get("/memory/diff").json()
+    assert bob_agent.post("/memory/sync", first, format="json").json()["added"] == 2
+    remember(key="a", content="Alpha 2", tags=["x"], priority="high")
+    second = agent.get(f"/memory/diff?since={first['cursor']}").json()
+    assert bob_agent.post("/memory/sync", second, format="json").json()["updated"] == 1
+
+    def view(mind):
+        return {key: (m.content, m.tags, m.priority, m.updated_at)
+                for key, m in live(mind).items()}
+
+    assert view(bob_mind) == view(alice_mind)
