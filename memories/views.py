@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from difflib import SequenceMatcher
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.postgres.search import SearchRank
 from django.core.paginator import Paginator
@@ -433,7 +434,8 @@ class TrashView(MemoryPageView):
         trashed = self.memories().in_trash().order_by("-deleted_at", "id")
         page = Paginator(trashed, PAGE_SIZE).get_page(request.GET.get("page"))
         page.object_list = listed(page.object_list)
-        return self.render("memories/trash.html", {"page": page})
+        return self.render("memories/trash.html", {
+            "page": page, "retention_days": settings.SYNAPSE["TRASH_RETENTION_DAYS"]})
 
 
 # -- Statistics: charts drawn as SVG on the server ---------------------------------------
