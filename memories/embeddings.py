@@ -9,12 +9,14 @@ time. ``credentials`` memories are never embedded.
 """
 
 import logging
+import math
 import os
 import threading
 import time
 from pathlib import Path
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Q
 
@@ -24,6 +26,7 @@ from minds.models import Mind
 logger = logging.getLogger("synapse.embeddings")
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
+WORKER_HEARTBEAT_KEY = "synapse:embed-worker:alive"
 _model = None
 _model_lock = threading.Lock()
 
@@ -57,7 +60,7 @@ def get_model():
 
                 started = time.monotonic()
                 model = SentenceTransformer(model_path(), device="cpu")
-                dimension = model.get_sentence_embedding_dimension()
+                dimension = model.get_embedding_dimension()
                 if dimension != settings.SYNAPSE["EMBEDDING_DIM"]:
                     raise RuntimeError(
                         f"The model makes {dimension}-dimensional vectors but "
@@ -119,6 +122,15 @@ def embed_batch(*, limit: int, mind: Mind | None = None) -> int:
     return len(claimed)
 
 
+def note_worker_alive(*, seconds: float) -> None:
+    """Tell status readers a worker is running, for the next ``seconds`` (shared cache)."""
+    cache.set(WORKER_HEARTBEAT_KEY, time.time(), timeout=max(1, math.ceil(seconds)))
+
+
+def worker_running() -> bool:
+    return cache.get(WORKER_HEARTBEAT_KEY) is not None
+
+
 def embedding_status(*, mind: Mind) -> dict:
     """Totals for one mind: how many memories carry a current embedding, how many wait."""
     memories = Memory.objects.for_mind(mind).alive().exclude(category=Category.CREDENTIALS)
@@ -126,4 +138,4 @@ def embedding_status(*, mind: Mind) -> dict:
     pending = pending_memories(mind).count()
     return {"model": model_name(), "dimensions": settings.SYNAPSE["EMBEDDING_DIM"],
             "total": total, "done": total - pending, "pending": pending,
-            "loaded_in_this_process": _model is not None}
+            "running": worker_running(), "loaded_in_this_process": _model is not None}

@@ -2,7 +2,13 @@
 
 from django.urls import path, register_converter
 
-from memories.api import insight_views, lifecycle_views, verification_views, views
+from memories.api import (
+    insight_views,
+    lifecycle_views,
+    search_views,
+    verification_views,
+    views,
+)
 
 
 class MemoryIdConverter:
@@ -24,6 +30,17 @@ urlpatterns = [
     path("memory/health", views.HealthView.as_view(), name="memory-health"),
     path("memory/<memory_id:memory_id>", views.MemoryDetailView.as_view(), name="memory-detail"),
     # Search and embeddings (memories.api.search_views)
+    path("memory/search", search_views.SearchView.as_view(), name="memory-search"),
+    path("memory/semantic-search", search_views.SemanticSearchView.as_view(),
+         name="memory-semantic-search"),
+    path("memory/by-tag", search_views.ByTagView.as_view(), name="memory-by-tag"),
+    path("memory/related/<memory_id:memory_id>", search_views.RelatedView.as_view(),
+         name="memory-related"),
+    path("memory/<memory_id:memory_id>/related", search_views.RelatedView.as_view(),
+         name="memory-related-alias"),
+    path("memory/embed-batch", search_views.EmbedBatchView.as_view(), name="memory-embed-batch"),
+    path("memory/embed-batch-status", search_views.EmbedBatchStatusView.as_view(),
+         name="memory-embed-batch-status"),
     # Verification (memories.api.verification_views)
     path("memory/unverified", verification_views.UnverifiedView.as_view(),
          name="memory-unverified"),

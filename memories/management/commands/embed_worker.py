@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import DatabaseError, close_old_connections
 
-from memories.embeddings import embed_batch, get_model
+from memories.embeddings import embed_batch, get_model, note_worker_alive
 
 logger = logging.getLogger("synapse.embeddings")
 
@@ -33,6 +33,7 @@ class Command(BaseCommand):
         while not self._stopping:
             close_old_connections()
             try:
+                note_worker_alive(seconds=max(30.0, 3 * idle_sleep))
                 done = embed_batch(limit=batch_size)
             except DatabaseError as error:
                 # The database may be restarting; try again shortly instead of dying.

@@ -1,0 +1,268 @@
+"""Full-text search: the parser, GET /memory/search in keyword mode, and a property test
+that throws thousands of generated queries at a live server."""
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memories.models import Memory
+from memories.search import QuerySyntaxError, Term, parse_query
+
+# -- Parser --------------------------------------------------------------------------------
+
+
+def test_plain_words_become_one_clause_each():
+    parsed = parse_query("docker swarm")
+    assert parsed.clauses == ((Term("word", "docker"),), (Term("word", "swarm"),))
+    assert not parsed.explicit
+
+
+def test_phrases_prefixes_or_and_exclusions_are_parsed():
+    parsed = parse_query('"exact phrase" deploy* docker OR kubernetes -swarm -"old cluster"')
+    assert parsed.clauses == (
+        (Term("phrase", "exact phrase"),),
+        (Term("prefix", "deploy"),),
+        (Term("word", "docker"), Term("word", "kubernetes")),
+    )
+    assert parsed.excluded == (Term("word", "swarm"), Term("phrase", "old cluster"))
+    assert parsed.explicit
+
+
+def test_lowercase_or_is_an_ordinary_word():
+    assert parse_query("tea or coffee").clauses == (
+        (Term("word", "tea"),), (Term("word", "or"),), (Term("word", "coffee"),))
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ('"never closed', "Unbalanced quote"),
+    ("docker -", "must be followed directly by a word"),
+    ("- docker", "must be followed directly by a word"),
+    ("*", "a '*' must follow"),
+    ("dock*er*", "a '*' must follow"),
+    ("OR docker", "OR at character 1"),
+    ("docker OR", "OR at the end"),
+    ("docker OR OR swarm", "needs a word or phrase on each side"),
+    ("docker OR -swarm", "cannot be part of OR"),
+    ("-docker", "excluded terms alone match nothing"),
+    ('""', "Empty phrase"),
+    ("   ", "The query is empty"),
+    ("a\x00b", "NUL"),
+    (" ".join(f"word{n}" for n in range(65)), "Too many distinct terms"),
+])
+def test_malformed_queries_raise_a_message_saying_what_is_wrong(query, message):
+    with pytest.raises(QuerySyntaxError, match=message.replace("*", r"\*")):
+        parse_query(query)
+
+
+# -- The corpus ----------------------------------------------------------------------------
+
+CORPUS = [
+    ("preference", "editor_choice", "Michael edits code in Neovim with a dark theme",
+     ["tools"]),
+    ("fact", "deploy_target", "Production deploys go to a Docker Swarm cluster on Hetzner",
+     ["docker", "infra"]),
+    ("fact", "kubernetes_migration", "We plan to migrate from Docker Swarm to Kubernetes next "
+     "year", ["kubernetes"]),
+    ("project", "docker_images", "Container images are built with Docker Buildx and pushed "
+     "to GHCR", ["ci"]),
+    ("note", "coffee", "Prefers espresso over drip coffee in the morning", []),
+    ("fact", "bereitstellung", "Die Bereitstellung läuft über Docker auf dem Server", ["de"]),
+    ("fact", "hauptstadt", "Москва — столица России", ["ru"]),
+    ("credentials", "docker_registry_password", "hunter2-registry-secret", ["docker"]),
+]
+
+
+@pytest.fixture
+def corpus(remember):
+    return {key: remember(category=category, key=key, content=content, tags=tags)
+            for category, key, content, tags in CORPUS}
+
+
+def search(client, **params):
+    response = client.get("/memory/search", params)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def keys(body) -> list[str]:
+    return [hit["key"] for hit in body["results"]]
+
+
+def test_words_are_anded_and_tagged_memories_rank_first(agent, corpus):
+    body = search(agent, q="docker swarm")
+    assert keys(body) == ["deploy_target", "kubernetes_migration"]
+    assert body["matched"] == "all"
+    assert body["results"][0]["score"] > body["results"][1]["score"]
+
+
+def test_an_exact_phrase_matches_only_those_words_in_a_row(agent, corpus):
+    assert keys(search(agent, q='"swarm cluster"')) == ["deploy_target"]
+    assert keys(search(agent, q='"cluster swarm"')) == []
+
+
+def test_a_prefix_matches_longer_words(agent, corpus):
+    assert keys(search(agent, q="kube*")) == ["kubernetes_migration"]
+    assert set(keys(search(agent, q="espres* OR neov*"))) == {"coffee", "editor_choice"}
+
+
+def test_or_matches_either_word(agent, corpus):
+    assert set(keys(search(agent, q="espresso OR neovim"))) == {"coffee", "editor_choice"}
+
+
+def test_an_excluded_word_removes_memories_holding_it(agent, corpus):
+    found = keys(search(agent, q="docker -kubernetes -registry"))
+    assert set(found) == {"deploy_target", "docker_images", "bereitstellung"}
+
+
+def test_key_and_tags_weigh_more_than_content(agent, remember):
+    remember(key="morning", content="I drink espresso daily, espresso is great")
+    remember(key="espresso_machine", content="Bought a new machine last week")
+    assert keys(search(agent, q="espresso")) == ["espresso_machine", "morning"]
+
+
+def test_english_words_are_stemmed(agent, corpus):
+    assert keys(search(agent, q="deploying")) == ["deploy_target"]
+    assert keys(search(agent, q="migrations")) == ["kubernetes_migration"]
+
+
+def test_content_in_other_languages_is_searchable(agent, corpus):
+    assert keys(search(agent, q="Bereitstellung")) == ["bereitstellung"]
+    assert keys(search(agent, q="Москва")) == ["hauptstadt"]
+
+
+def test_a_question_without_a_memory_holding_every_word_ranks_partial_matches(agent, corpus):
+    body = search(agent, q="Which container images do we push to the cloud?")
+    assert body["matched"] == "some"
+    assert keys(body)[0] == "docker_images"
+
+
+def test_explicit_syntax_never_falls_back_to_partial_matches(agent, corpus):
+    body = search(agent, q='"container images" cloud')
+    assert body["matched"] == "none"
+    assert body["results"] == []
+
+
+def test_only_stop_words_give_an_empty_result_naming_the_ignored_words(agent, corpus):
+    body = search(agent, q="the and of")
+    assert body == {"query": "the and of", "mode": "keyword", "matched": "none",
+                    "ignored_terms": ["the", "and", "of"], "count": 0, "results": []}
+
+
+def test_the_snippet_highlights_matches_and_is_html_safe(agent, remember):
+    remember(key="markup", content="Alerts fire when load < 5 & swap > 2 on docker hosts "
+             "<script>alert(1)</script> \ue000not a mark\ue001")
+    snippet = search(agent, q="docker")["results"][0]["snippet"]
+    assert "<mark>docker</mark>" in snippet
+    assert "&lt; 5 &amp; swap &gt; 2" in snippet
+    assert snippet.count("<mark>") == snippet.count("</mark>") == 1
+    assert "<script>" not in snippet
+
+
+def test_credentials_are_found_by_key_but_never_show_their_content(agent, corpus):
+    response = agent.get("/memory/search", {"q": "registry"})
+    body = response.json()
+    assert keys(body) == ["docker_registry_password"]
+    assert body["results"][0]["snippet"] is None
+    assert "hunter2" not in response.content.decode()
+    assert keys(search(agent, q="hunter2")) == []
+
+
+def test_tag_category_and_limit_filter_the_results(agent, corpus):
+    assert keys(search(agent, q="docker", tag="INFRA")) == ["deploy_target"]
+    assert keys(search(agent, q="docker", category="project")) == ["docker_images"]
+    assert len(search(agent, q="docker", limit=2)["results"]) == 2
+
+
+def test_expired_memories_are_left_out_unless_asked_for(agent, remember):
+    remember(key="old_plan", content="The zeppelin launch", expires_at="2001-01-01T00:00:00Z")
+    assert keys(search(agent, q="zeppelin")) == []
+    assert keys(search(agent, q="zeppelin", include_expired="true")) == ["old_plan"]
+
+
+def test_trashed_memories_are_not_found(agent, corpus):
+    agent.delete(f"/memory/{corpus['coffee'].id}")
+    assert keys(search(agent, q="espresso")) == []
+
+
+def test_another_minds_memories_are_never_found(bob_agent, corpus):
+    assert keys(search(bob_agent, q="docker")) == []
+
+
+@pytest.mark.parametrize(("params", "field"), [
+    ({"q": '"unclosed'}, "q"),
+    ({"q": "x" * 1001}, "q"),
+    ({"q": "docker", "mode": "fuzzy"}, "mode"),
+    ({"q": "docker", "limit": "0"}, "limit"),
+    ({"q": "docker", "sort": "new"}, "sort"),
+    ({}, "q"),
+])
+def test_bad_parameters_are_a_400_naming_the_field(agent, corpus, params, field):
+    response = agent.get("/memory/search", params)
+    assert response.status_code == 400
+    assert field in response.json()["error"]["fields"]
+
+
+def test_a_nul_byte_in_the_query_is_a_400(agent, corpus):
+    response = agent.get("/memory/search", {"q": "a\x00b"})
+    assert response.status_code == 400
+    assert "NUL" in response.json()["error"]["message"]
+
+
+def test_a_thousand_character_question_is_answered(agent, corpus):
+    query = ("docker " * 143)[:1000]
+    assert keys(search(agent, q=query)) == keys(search(agent, q="docker")) != []
+
+
+def test_matching_queryset_uses_the_same_syntax(alice_mind, corpus):
+    found = Memory.objects.for_mind(alice_mind).matching("docker -kubernetes")
+    assert set(found.values_list("key", flat=True)) == {
+        "deploy_target", "docker_images", "bereitstellung", "docker_registry_password"}
+    with pytest.raises(QuerySyntaxError):
+        Memory.objects.matching('"unclosed')
+
+
+# -- Property test against a live server ---------------------------------------------------
+
+PIECES = st.sampled_from(['"', "-", "*", "OR", " OR ", "or", " ", "  ", "docker", "swarm",
+                          "deploy*", "-docker", '"docker swarm"', "the", "'", "\\", ":*",
+                          "&", "|", "!", "(", ")", "<->", "😀", "日本語", "Москва", "ß",
+                          "\x00", "\t", "%", "_", "--", "**", '""', "e-mail"])
+QUERIES = st.one_of(
+    st.text(max_size=60),
+    st.lists(PIECES, max_size=12).map("".join),
+    st.lists(st.one_of(PIECES, st.text(max_size=8)), max_size=8).map(" ".join),
+    st.text(min_size=990, max_size=1010),
+)
+GENERATED = 5000
+
+
+@pytest.fixture
+def live_client(live_server, alice_key, remember):
+    for category, key, content, tags in CORPUS:
+        remember(category=category, key=key, content=content, tags=tags)
+    with httpx.Client(base_url=live_server.url, timeout=30,
+                      headers={"Authorization": f"Bearer {alice_key[1]}"}) as client:
+        yield client
+
+
+@pytest.mark.slow
+def test_thousands_of_generated_queries_never_get_a_server_error(live_client):
+    seen = []
+
+    @settings(max_examples=GENERATED, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(query=QUERIES)
+    def ask(query):
+        response = live_client.get("/memory/search", params={"q": query})
+        seen.append(response.status_code)
+        assert response.status_code in (200, 400), (query, response.text)
+        body = response.json()
+        if response.status_code == 400:
+            assert body["error"]["message"]
+        else:
+            assert isinstance(body["results"], list)
+
+    ask()
+    assert len(seen) >= GENERATED
+    assert 200 in seen and 400 in seen

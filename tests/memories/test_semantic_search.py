@@ -1,0 +1,215 @@
+"""Semantic and hybrid search, related memories and recall ranking, with the real model;
+and the k nearest of a small mind through HNSW iterative index scans."""
+
+import numpy as np
+import pytest
+from django.db import connection
+from django.db.models import F, Value
+from django.db.models.functions import Concat
+
+from memories.embeddings import embed_batch, get_model, model_name
+from memories.models import Memory
+from memories.search import iterative_scan, semantic_search
+from memories.services import memory_store
+from minds.services import mind_create
+
+
+@pytest.fixture(scope="module")
+def model():
+    """The real model, loaded once (it stays loaded for the rest of the session)."""
+    return get_model()
+
+
+CORPUS = [
+    ("preference", "editor_choice", "Michael edits code in Neovim with a dark theme", ["tools"]),
+    ("preference", "coffee", "Prefers a double espresso every morning before work", ["food"]),
+    ("fact", "pet", "Has a golden retriever called Bruno who loves the lake", ["family"]),
+    ("project", "deploy_target", "Production runs on a Docker Swarm cluster at Hetzner",
+     ["infra"]),
+    ("skill", "languages", "Speaks German natively and fluent Spanish", []),
+    ("note", "holiday", "Going hiking in the Dolomites in August", ["travel", "family"]),
+    ("credentials", "api_token", "sk-live-do-not-leak", ["infra"]),
+]
+
+
+@pytest.fixture
+def corpus(model, remember, alice_mind):
+    stored = {key: remember(category=category, key=key, content=content, tags=tags)
+              for category, key, content, tags in CORPUS}
+    embed_batch(limit=100, mind=alice_mind)
+    return stored
+
+
+def keys(response) -> list[str]:
+    assert response.status_code == 200, response.content
+    return [hit["key"] for hit in response.json()["results"]]
+
+
+def test_semantic_search_finds_memories_by_meaning(agent, corpus):
+    response = agent.get("/memory/semantic-search", {"q": "What does the user drink?"})
+    assert keys(response)[0] == "coffee"
+    scores = [hit["score"] for hit in response.json()["results"]]
+    assert scores == sorted(scores, reverse=True) and 0 < scores[0] <= 1
+
+
+def test_the_threshold_drops_weak_matches(agent, corpus):
+    everything = keys(agent.get("/memory/semantic-search", {"q": "dog", "limit": 50}))
+    strong = agent.get("/memory/semantic-search", {"q": "dog", "threshold": 0.3}).json()
+    assert len(everything) == len(CORPUS) - 1  # credentials are never embedded
+    assert [hit["key"] for hit in strong["results"]] == ["pet"]
+    assert all(hit["score"] >= 0.3 for hit in strong["results"])
+
+
+def test_semantic_search_filters_by_category_and_tag(agent, corpus):
+    assert keys(agent.get("/memory/semantic-search",
+                          {"q": "coffee", "category": "fact"})) == ["pet"]
+    assert set(keys(agent.get("/memory/semantic-search",
+                              {"q": "dog", "tag": "family"}))) == {"pet", "holiday"}
+
+
+def test_semantic_mode_on_the_search_route_matches_the_semantic_route(agent, corpus):
+    question = {"q": "which text editor", "limit": 3}
+    assert (keys(agent.get("/memory/search", {**question, "mode": "semantic"}))
+            == keys(agent.get("/memory/semantic-search", question)))
+
+
+def test_hybrid_finds_what_only_one_side_finds(agent, corpus):
+    # "dog" shares no word with the pet memory; "Bruno" has no meaning to the model.
+    assert keys(agent.get("/memory/search", {"q": "dog", "mode": "hybrid"}))[0] == "pet"
+    assert keys(agent.get("/memory/search", {"q": "Bruno", "mode": "hybrid"}))[0] == "pet"
+    assert keys(agent.get("/memory/search", {"q": "Bruno", "mode": "keyword"})) == ["pet"]
+
+
+def test_hybrid_mode_still_refuses_malformed_syntax(agent, corpus):
+    response = agent.get("/memory/search", {"q": 'dog "', "mode": "hybrid"})
+    assert response.status_code == 400
+    assert "Unbalanced quote" in response.json()["error"]["message"]
+
+
+def test_credentials_never_appear_in_semantic_results(agent, corpus):
+    response = agent.get("/memory/semantic-search", {"q": "secret api token key", "limit": 50})
+    assert "api_token" not in keys(response)
+    assert "sk-live" not in response.content.decode()
+
+
+def test_unembedded_memories_are_not_found_by_meaning_until_embedded(agent, model, remember,
+                                                                      alice_mind):
+    remember(key="boat", content="Owns a small sailing boat on Lake Constance")
+    assert keys(agent.get("/memory/semantic-search", {"q": "sailing"})) == []
+    embed_batch(limit=10, mind=alice_mind)
+    assert keys(agent.get("/memory/semantic-search", {"q": "sailing"})) == ["boat"]
+
+
+def test_recall_with_a_question_puts_the_relevant_memory_first(agent, corpus):
+    response = agent.get("/memory/recall", {"q": "what pet does the user have", "format": "json"})
+    assert response.status_code == 200
+    ordered = [memory["key"] for memory in response.json()["memories"]]
+    assert ordered[0] == "pet"
+    assert set(ordered) == {key for _c, key, _t, _g in CORPUS}
+
+
+def test_recall_ranked_by_a_question_respects_the_budget(agent, corpus):
+    response = agent.get("/memory/recall", {"q": "hiking holiday", "budget": 60})
+    assert response.status_code == 200
+    assert int(response["X-Recall-Tokens"]) <= 60
+    assert "Dolomites" in response.content.decode()
+
+
+def test_related_memories_share_tags_or_meaning_and_exclude_the_memory(agent, corpus):
+    holiday = corpus["holiday"]
+    body = agent.get(f"/memory/{holiday.id}/related").json()
+    found = [hit["key"] for hit in body["results"]]
+    assert "holiday" not in found
+    assert len(found) == len(set(found))
+    pet = body["results"][found.index("pet")]
+    assert pet["shared_tags"] == ["family"] and pet["similarity"] is not None
+    assert found[0] == "pet"
+    assert agent.get(f"/memory/related/{holiday.id}").json() == body
+
+
+def test_related_of_another_minds_memory_is_404(bob_agent, corpus):
+    assert bob_agent.get(f"/memory/{corpus['pet'].id}/related").status_code == 404
+
+
+def test_by_tag_lists_memories_carrying_the_tag(agent, corpus):
+    body = agent.get("/memory/by-tag", {"tag": "Family"}).json()
+    assert body["tag"] == "family" and body["count"] == 2
+    assert {hit["key"] for hit in body["results"]} == {"pet", "holiday"}
+    infra = agent.get("/memory/by-tag", {"tag": "infra"}).json()["results"]
+    credentials = next(hit for hit in infra if hit["key"] == "api_token")
+    assert "sk-live" not in credentials["content"]
+    assert agent.get("/memory/by-tag").status_code == 400
+
+
+# -- The k nearest of a small mind -----------------------------------------------------------
+
+def _unit_vectors(count: int, seed: int) -> np.ndarray:
+    vectors = np.random.default_rng(seed).normal(size=(count, 384)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def small_mind_in_a_big_table(alice, alice_mind):
+    """alice's mind holds 30 of 3,030 embedded memories (1%)."""
+    crowd = mind_create(owner=alice, name="crowd")
+    vectors = _unit_vectors(3030, seed=7)
+    rows = []
+    for index, vector in enumerate(vectors):
+        mind = alice_mind if index % 101 == 0 else crowd
+        rows.append(Memory(mind=mind, category="note", key=f"n{index}", content=f"note {index}",
+                           source="user", confidence=1.0, embedding=vector.tolist(),
+                           embedding_model=model_name(), embedding_pending=False))
+    Memory.objects.bulk_create(rows, batch_size=500)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memory")
+    return {row.id: vectors[index] for index, row in enumerate(rows)
+            if row.mind_id == alice_mind.id}
+
+
+def _exact_nearest(mine: dict, query: np.ndarray, k: int) -> list[str]:
+    ids = list(mine)
+    similarity = np.array([mine[memory_id] for memory_id in ids]) @ query
+    return [ids[position] for position in np.argsort(-similarity)[:k]]
+
+
+def test_a_mind_holding_one_percent_of_the_table_gets_its_k_nearest(alice_mind,
+                                                                    small_mind_in_a_big_table):
+    query = _unit_vectors(1, seed=99)[0]
+    hits = semantic_search(Memory.objects.for_mind(alice_mind).current(), query.tolist(),
+                           limit=10)
+    assert [memory_id for memory_id, _ in hits] == _exact_nearest(small_mind_in_a_big_table,
+                                                                  query, 10)
+
+
+def test_the_hnsw_index_scan_iterates_until_k_rows_pass_the_filter(alice_mind,
+                                                                   small_mind_in_a_big_table):
+    # With sequential scans off and a filter no B-tree answers, the planner must take the
+    # HNSW path, which without iteration stops after ef_search candidates: 40 candidates
+    # of a table where alice holds 1% carry well under 10 of hers.
+    query = _unit_vectors(1, seed=5)[0]
+    memories = (Memory.objects.alias(owner=Concat(F("mind_id"), Value("")))
+                .filter(owner=alice_mind.id))
+    nearest = memories.nearest(query.tolist(), 10)
+    sql, params = nearest.values_list("id", "distance").query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL hnsw.iterative_scan = off")
+        cursor.execute("SET LOCAL hnsw.ef_search = 40")
+        cursor.execute(f"EXPLAIN {sql}", params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        without = list(nearest.values_list("id", flat=True))
+    assert "memory_embedding_hnsw" in plan
+    assert len(without) < 10
+    with iterative_scan(ef_search=40):
+        found = list(nearest.values_list("id", "distance"))
+    ranked = [memory_id for memory_id, _ in sorted(found, key=lambda row: row[1])]
+    assert ranked == _exact_nearest(small_mind_in_a_big_table, query, 10)
+
+
+def test_memories_stored_through_the_service_reach_semantic_search(model, alice, alice_mind):
+    memory_store(mind=alice_mind, actor=alice, category="fact", key="sky",
+                 content="The sky is blue on a clear day")
+    embed_batch(limit=5, mind=alice_mind)
+    hits = semantic_search(Memory.objects.for_mind(alice_mind), get_model().encode(
+        "colour of the sky", normalize_embeddings=True).tolist(), limit=1)
+    assert len(hits) == 1 and hits[0][1] > 0.5
