@@ -30,6 +30,7 @@ from memories.models import (
     Source,
 )
 from memories.recall import display_content
+from memories.search import QuerySyntaxError, parse_query, search_query
 from memories.services import (
     MemoryConflict,
     memory_delete,
@@ -103,9 +104,6 @@ class MemoryBrowserView(MemoryPageView):
             memories = memories.filter(verified=filters["verified"] == "yes")
         query, syntax_error = filters.get("q", ""), ""
         if query:
-            # Imported here so the rest of the UI never depends on the search module loading.
-            from memories.search import QuerySyntaxError, parse_query, search_query
-
             try:
                 tsquery = search_query(parse_query(query))
                 memories = (memories.matching(query)
