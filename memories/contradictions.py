@@ -16,12 +16,14 @@ recall on the labelled set in tests/memories/data/contradiction_pairs.json: docs
 """
 
 import difflib
+import functools
 import re
 from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from memories.embeddings import embed_texts, embedding_text, model_name
@@ -36,6 +38,7 @@ NEIGHBOURS = 8
 MAX_SIDE = 1000  # most recently updated memories considered as one side of a pair
 MAX_PENDING = 500  # memories without an embedding embedded in-process per request
 
+_DIGIT = re.compile(r"\d")
 _TOKEN = re.compile(r"v?\d+(?:[.:/-]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
 _CONTRACTIONS = {"won't": ["will", "not"], "can't": ["can", "not"], "cannot": ["can", "not"],
                  "shan't": ["shall", "not"]}
@@ -79,7 +82,8 @@ def stem(word: str) -> str:
     return word
 
 
-def tokens(text: str) -> list[str]:
+@functools.lru_cache(maxsize=8192)
+def tokens(text: str) -> tuple[str, ...]:
     """Lowercase words and numbers; "isn't" → "is", "not"; "alice's" → "alice"."""
     result = []
     for raw in _TOKEN.findall(text.lower().replace("’", "'")):
@@ -91,11 +95,11 @@ def tokens(text: str) -> list[str]:
             result.append(raw[:-2])
         else:
             result.append(stem(raw.split("'")[0]))
-    return result
+    return tuple(result)
 
 
 def is_value(token: str) -> bool:
-    return any(character.isdigit() for character in token)
+    return _DIGIT.search(token) is not None
 
 
 def content_words(words: list[str]) -> set[str]:
@@ -258,30 +262,29 @@ def contradiction_candidates(mind: Mind):
             .defer("search_vector"))
 
 
-def _has_current_embedding(memory: Memory) -> bool:
-    return (memory.embedding is not None and not memory.embedding_pending
-            and memory.embedding_model == model_name())
-
-
 def _neighbour_pairs(mind: Mind, side: list[Memory],
-                     vectors: dict[str, np.ndarray]) -> dict[tuple[str, str], float]:
-    """Nearest stored neighbours of every memory of ``side``, in one pgvector query."""
+                     computed: dict[str, np.ndarray]) -> dict[tuple[str, str], float]:
+    """Nearest stored neighbours of every memory of ``side``, in one pgvector query: from
+    its stored vector, or from ``computed`` when it has none yet."""
     if not side:
         return {}
     ids = [memory.id for memory in side]
-    literals = ["[" + ",".join(f"{x:.7f}" for x in vectors[memory_id]) + "]"
-                for memory_id in ids]
+    literals = [("[" + ",".join(f"{x:.7f}" for x in computed[memory_id]) + "]")
+                if memory_id in computed else None for memory_id in ids]
     sql = """
-        SELECT a.id, n.id, 1 - (n.embedding <=> a.vec::vector) AS similarity
+        SELECT a.id, n.id, n.similarity
         FROM unnest(%s::text[], %s::text[]) AS a(id, vec)
+        JOIN memories_memory s ON s.id = a.id AND (a.vec IS NOT NULL OR s.embedding IS NOT NULL)
         CROSS JOIN LATERAL (
-            SELECT m.id, m.embedding FROM memories_memory m
+            SELECT m.id, 1 - (m.embedding <=> COALESCE(a.vec::vector, s.embedding))
+                   AS similarity
+            FROM memories_memory m
             WHERE m.mind_id = %s AND m.id <> a.id AND m.embedding IS NOT NULL
               AND NOT m.embedding_pending AND m.embedding_model = %s
               AND m.deleted_at IS NULL AND m.superseded_at IS NULL
               AND (m.expires_at IS NULL OR m.expires_at > now())
               AND m.category <> 'credentials'
-            ORDER BY m.embedding <=> a.vec::vector LIMIT %s) n
+            ORDER BY m.embedding <=> COALESCE(a.vec::vector, s.embedding) LIMIT %s) n
     """
     # Iterative HNSW scans (pgvector ≥ 0.8): the index keeps scanning until the mind's
     # filter lets NEIGHBOURS rows through, so a small mind in a big table still gets them.
@@ -292,35 +295,43 @@ def _neighbour_pairs(mind: Mind, side: list[Memory],
                 if sim >= SAME_SUBJECT}
 
 
+def _stored_vectors(ids: list[str]) -> dict[str, np.ndarray]:
+    rows = Memory.objects.filter(pk__in=ids, embedding__isnull=False).values_list(
+        "id", "embedding")
+    return {memory_id: np.asarray(vector, dtype=np.float32) for memory_id, vector in rows}
+
+
 def find_contradictions(*, mind: Mind, within: timedelta | None = None,
                         limit: int = 50) -> list[Contradiction]:
     """Likely contradicting pairs, best first. With ``within``, one memory of each pair was
     updated within that window."""
-    memories = contradiction_candidates(mind)
+    # Vectors stay in the database unless needed here: parsing them costs more than the rules.
+    memories = contradiction_candidates(mind).defer("embedding")
     side_qs = memories.filter(updated_at__gte=timezone.now() - within) if within else memories
     side = list(side_qs.order_by("-updated_at", "id")[:MAX_SIDE])
     if not side:
         return []
-    pending = list(memories.filter(embedding_pending=True).order_by("-updated_at")
-                   [:MAX_PENDING]) + list(memories.exclude(embedding_pending=True)
-                                         .exclude(embedding_model=model_name())[:MAX_PENDING])
-    by_id = {memory.id: memory for memory in side + pending}
-    vectors = {memory.id: np.asarray(memory.embedding, dtype=np.float32)
-               for memory in by_id.values() if _has_current_embedding(memory)}
-    missing = [memory for memory in by_id.values() if memory.id not in vectors]
-    for memory, vector in zip(missing, embed_texts([embedding_text(m) for m in missing]),
-                              strict=True):
-        vectors[memory.id] = np.asarray(vector, dtype=np.float32)
-    similarities = _neighbour_pairs(mind, side, vectors)
+    stale = Q(embedding_pending=True) | Q(embedding__isnull=True) | ~Q(
+        embedding_model=model_name())
+    missing = {memory.id: memory for memory in side if memory.embedding_pending
+               or memory.embedding_model != model_name()}
+    missing.update((memory.id, memory) for memory in memories.filter(stale)
+                   .exclude(pk__in=missing).order_by("-updated_at")[:MAX_PENDING])
+    computed = {memory_id: np.asarray(vector, dtype=np.float32) for memory_id, vector in zip(
+        missing, embed_texts([embedding_text(m) for m in missing.values()]), strict=True)}
+    similarities = _neighbour_pairs(mind, side, computed)
+    by_id = {memory.id: memory for memory in side} | missing
     # Memories without a stored vector are nobody's pgvector neighbour: compare them here.
     if missing:
-        side_matrix = np.vstack([vectors[m.id] for m in side])
-        missing_matrix = np.vstack([vectors[m.id] for m in missing])
-        for row, memory in enumerate(missing):
-            for column, other in enumerate(side):
-                value = float(missing_matrix[row] @ side_matrix[column])
-                if other.id != memory.id and value >= SAME_SUBJECT:
-                    similarities[tuple(sorted((memory.id, other.id)))] = value
+        side_vectors = computed | _stored_vectors([m.id for m in side if m.id not in computed])
+        usable = [memory.id for memory in side if memory.id in side_vectors]
+        side_matrix = np.vstack([side_vectors[memory_id] for memory_id in usable])
+        missing_ids = list(missing)
+        products = np.vstack([computed[i] for i in missing_ids]) @ side_matrix.T
+        for row, column in zip(*np.nonzero(products >= SAME_SUBJECT), strict=True):
+            first, second = missing_ids[row], usable[column]
+            if first != second:
+                similarities[tuple(sorted((first, second)))] = float(products[row, column])
     unknown = {memory_id for pair in similarities for memory_id in pair} - by_id.keys()
     by_id.update({memory.id: memory for memory in memories.filter(pk__in=unknown)})
     found = []
