@@ -1,0 +1,265 @@
+"""Open-loop load benchmark: mixed agent traffic at fixed arrival rates against gunicorn.
+
+    .venv/bin/python bench/load.py [--memories 100000] [--minds 100] [--rates 10,20,40,...]
+
+A throwaway embedded cluster is filled with ``--memories`` synthetic memories spread over
+``--minds`` minds (bulk_create, not the API: loading through the service would take hours
+on a 2-core machine). Embeddings come from a few dozen real sentence vectors computed
+with the bundled model, each stored with a little random noise so the HNSW graph holds
+distinct points. Then gunicorn (synapse/gunicorn_conf.py, ``--workers`` workers) and the
+embedding worker run, and requests are sent at a fixed arrival rate (open loop: a request
+goes out at its scheduled time whether or not earlier ones have answered, and its latency
+counts from that scheduled time, so a slow server cannot hide its queue):
+
+- 40 % ``GET /memory/recall?budget=2000`` (session start with a token budget),
+- 30 % ``GET /memory/search?q=…&mode=hybrid`` (keyword if hybrid is not available),
+- 30 % ``POST /memory`` (a new memory, which the embedding worker then embeds).
+
+Each rate runs ``--seconds``; the report gives p50/p95/p99/max and the error rate per
+rate, and the highest rate with p99 ≤ 100 ms and no errors. Rate limits stay at their
+production defaults (100 minds, one key each, stay far below them). The load generator
+runs on the same machine as the server and takes its share of the cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import ROOT, Server, machine_line, setup_django, teardown  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "load.md"
+PRODUCTION_RATES = {"SYNAPSE_RATE_WRITE": "600/min", "SYNAPSE_RATE_SEARCH": "600/min",
+                    "SYNAPSE_RATE_SEMANTIC": "120/min", "SYNAPSE_RATE_EXPORT": "30/hour",
+                    "SYNAPSE_RATE_LOGIN": "20/min", "SYNAPSE_RATE_LOGIN_USERNAME": "5/min"}
+TOPICS = ["docker", "kubernetes", "postgres", "python", "django", "rust", "coffee", "hiking",
+          "invoice", "deadline", "berlin", "frankfurt", "vacation", "budget", "backup",
+          "release", "migration", "security", "keyboard", "garden", "piano", "recipe",
+          "meeting", "customer", "latency", "monitoring", "travel", "birthday", "laptop",
+          "printer"]
+TEMPLATES = ["The user prefers {a} over {b} for daily work.",
+             "Project {a} ships after the {b} review next week.",
+             "Remember: never run {a} without checking {b} first.",
+             "The {a} server in {b} needs a restart every month.",
+             "User mentioned {a} and {b} during the last session.",
+             "Mistake to avoid: confusing {a} with {b} in reports.",
+             "The team uses {a} to track {b} decisions."]
+CATEGORIES = ["identity", "preference", "fact", "project", "skill", "mistake", "context",
+              "note"]
+
+
+def sentence(rng: random.Random) -> tuple[str, list[str]]:
+    a, b = rng.sample(TOPICS, 2)
+    return rng.choice(TEMPLATES).format(a=a, b=b), [a, b]
+
+
+def fill(*, memories: int, minds: int, seed: int = 7) -> list[str]:
+    """Create the minds, one write key each, and the memories; return the keys."""
+    import numpy as np
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from memories.embeddings import embed_texts, model_name
+    from memories.models import Memory, MemoryVersion
+    from minds.services import key_issue, mind_create
+
+    rng = random.Random(seed)
+    owner = get_user_model().objects.create_user("load_owner", password=secrets.token_urlsafe())
+    mind_rows, keys = [], []
+    for index in range(minds):
+        mind = mind_create(owner=owner, name=f"Load mind {index}")
+        mind_rows.append(mind)
+        keys.append(key_issue(mind=mind, name="load agent", created_by=owner)[1])
+    base_texts = [sentence(random.Random(i))[0] for i in range(48)]
+    base = np.array(embed_texts(base_texts), dtype=np.float32)
+    noise = np.random.default_rng(seed)
+    name = model_name()
+    started = time.monotonic()
+    with connection.cursor() as cursor:
+        # Building the HNSW index once after the load is far faster than 100k inserts into it.
+        cursor.execute("DROP INDEX IF EXISTS memory_embedding_hnsw")
+    batch, versions = [], []
+    per_mind = memories // minds
+    for mind_index, mind in enumerate(mind_rows):
+        for number in range(per_mind):
+            text, tags = sentence(rng)
+            vector = base[rng.randrange(len(base))] + noise.normal(0, 0.02, base.shape[1])
+            vector = (vector / np.linalg.norm(vector)).astype(np.float32)
+            batch.append(Memory(
+                mind=mind, category=CATEGORIES[number % len(CATEGORIES)],
+                key=f"m{mind_index}_{number}", content=f"{text} (#{number})", tags=tags,
+                priority=rng.choice(["low", "normal", "normal", "normal", "high"]),
+                source="agent", verified=number % 3 == 0, confidence=0.7,
+                embedding=vector.tolist(), embedding_model=name, embedding_pending=False))
+        if len(batch) >= 5000 or mind_index == len(mind_rows) - 1:
+            created = Memory.objects.bulk_create(batch, batch_size=2500)
+            versions += [MemoryVersion(memory=m, version=1, category=m.category, key=m.key,
+                                       content=m.content, tags=m.tags, priority=m.priority,
+                                       source=m.source, confidence=m.confidence,
+                                       actor="load") for m in created]
+            MemoryVersion.objects.bulk_create(versions, batch_size=2500)
+            batch, versions = [], []
+    loaded = time.monotonic() - started
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE INDEX memory_embedding_hnsw ON memories_memory USING hnsw "
+                       "(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
+        cursor.execute("VACUUM ANALYZE memories_memory")
+    print(f"loaded {Memory.objects.count()} memories in {loaded:.0f}s, "
+          f"indexed in {time.monotonic() - started - loaded:.0f}s", flush=True)
+    return keys
+
+
+async def run_rate(url: str, keys: list[str], rate: float, seconds: float, hybrid: bool,
+                   seed: int) -> dict:
+    import httpx
+
+    rng = random.Random(seed)
+    total = int(rate * seconds)
+    samples: list[tuple[str, float, int | str]] = []
+    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=200)
+    async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as client:
+
+        async def one(index: int, scheduled: float) -> None:
+            await asyncio.sleep(max(0.0, scheduled - time.perf_counter()))
+            key = rng.choice(keys)
+            headers = {"Authorization": f"Bearer {key}"}
+            roll = rng.random()
+            try:
+                if roll < 0.4:
+                    kind = "recall"
+                    response = await client.get("/memory/recall", params={"budget": 2000},
+                                                headers=headers)
+                elif roll < 0.7:
+                    kind = "search"
+                    params = {"q": " ".join(rng.sample(TOPICS, rng.choice([1, 2])))}
+                    if hybrid:
+                        params["mode"] = "hybrid"
+                    response = await client.get("/memory/search", params=params,
+                                                headers=headers)
+                else:
+                    kind = "store"
+                    text, tags = sentence(rng)
+                    response = await client.post("/memory", headers=headers, json={
+                        "category": "context", "content": f"{text} load {seed}/{index}",
+                        "tags": tags})
+                status: int | str = response.status_code
+            except httpx.HTTPError as error:
+                status = type(error).__name__
+            samples.append((kind, (time.perf_counter() - scheduled) * 1000, status))
+
+        start = time.perf_counter() + 0.5
+        await asyncio.gather(*(one(i, start + i / rate) for i in range(total)))
+    return summarise(rate, samples)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
+
+
+def summarise(rate: float, samples) -> dict:
+    latencies = [ms for _, ms, _ in samples]
+    errors = [status for _, _, status in samples
+              if not (isinstance(status, int) and status < 400)]
+    by_kind = {}
+    for kind in ("recall", "search", "store"):
+        kind_ms = [ms for k, ms, _ in samples if k == kind]
+        if kind_ms:
+            by_kind[kind] = percentile(kind_ms, 99)
+    return {"rate": rate, "n": len(samples), "p50": percentile(latencies, 50),
+            "p95": percentile(latencies, 95), "p99": percentile(latencies, 99),
+            "max": max(latencies), "errors": len(errors),
+            "error_kinds": sorted({str(e) for e in errors}), "p99_by_kind": by_kind}
+
+
+def report(rows: list[dict], args, setup: str) -> str:
+    good = [row["rate"] for row in rows if row["p99"] <= 100 and row["errors"] == 0]
+    best = max(good) if good else None
+    lines = ["# Load benchmark (bench/load.py)", "",
+             f"{machine_line()} · gunicorn {args.workers} workers + embedding worker · "
+             f"{args.memories:,} memories in {args.minds} minds · {args.seconds:.0f} s per rate",
+             "", setup, "",
+             "Open loop: requests leave at a fixed arrival rate; latency counts from each "
+             "request's scheduled time (queueing included). Mix: 40 % recall (budget=2000), "
+             "30 % search (hybrid), 30 % store.", "",
+             "| rate req/s | requests | p50 ms | p95 ms | p99 ms | max ms | errors | "
+             "p99 recall / search / store ms |", "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        kinds = " / ".join(f"{row['p99_by_kind'].get(k, 0):.0f}"
+                           for k in ("recall", "search", "store"))
+        errors = f"{row['errors']}" + (f" ({', '.join(row['error_kinds'])})"
+                                       if row["errors"] else "")
+        lines.append(f"| {row['rate']:g} | {row['n']} | {row['p50']:.1f} | {row['p95']:.1f} | "
+                     f"{row['p99']:.1f} | {row['max']:.0f} | {errors} | {kinds} |")
+    lines += ["", "**Highest rate with p99 ≤ 100 ms and zero errors: "
+              + (f"{best:g} req/s**" if best else "none of the rates tried**"), ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--minds", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--rates", default="5,10,20,30,40,60,80")
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--keep", action="store_true", help="keep the data folder")
+    parser.add_argument("--no-write", action="store_true", help="print, do not write results")
+    args = parser.parse_args()
+
+    data_dir = setup_django()
+    os.environ.update(PRODUCTION_RATES)
+    started = time.monotonic()
+    keys = fill(memories=args.memories, minds=args.minds)
+    setup = f"Loading and indexing took {time.monotonic() - started:.0f} s."
+    worker = subprocess.Popen([sys.executable, "manage.py", "embed_worker"], cwd=ROOT,
+                              env=os.environ.copy(), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    server = Server(workers=args.workers, extra_env=PRODUCTION_RATES)
+    rows = []
+    try:
+        headers = {"Authorization": f"Bearer {keys[0]}"}
+        server.wait("/memory/health", headers)
+        import httpx
+
+        hybrid = httpx.get(server.url + "/memory/search", params={"q": "docker",
+                           "mode": "hybrid"}, headers=headers, timeout=60).status_code == 200
+        if not hybrid:
+            setup += " Hybrid search was not available: search ran in keyword mode."
+        # Warm-up, not measured: every worker loads the embedding model on its first query.
+        for index in range(12 * args.workers):
+            httpx.get(server.url + "/memory/search", params={"q": TOPICS[index % 30],
+                      "mode": "hybrid" if hybrid else "keyword"},
+                      headers={"Authorization": f"Bearer {keys[index % len(keys)]}"},
+                      timeout=120)
+            httpx.get(server.url + "/memory/recall", params={"budget": 2000},
+                      headers={"Authorization": f"Bearer {keys[index % len(keys)]}"},
+                      timeout=120)
+        for index, rate in enumerate(float(r) for r in args.rates.split(",")):
+            row = asyncio.run(run_rate(server.url, keys, rate, args.seconds, hybrid, index))
+            rows.append(row)
+            print(row, flush=True)
+            if row["p99"] > 2000 and index > 0:
+                break  # far past saturation: higher rates only queue longer
+    finally:
+        server.stop()
+        worker.terminate()
+        worker.wait(20)
+        teardown(data_dir, args.keep)
+    text = report(rows, args, setup)
+    print(text)
+    if not args.no_write:
+        RESULTS.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
