@@ -92,9 +92,20 @@ def memory_vectors(memories: list[Memory]) -> np.ndarray:
     return np.vstack(vectors)
 
 
-def _linked(similarity: float, tags_a: set, tags_b: set) -> bool:
-    return similarity >= SAME_MEANING or (similarity >= SAME_MEANING_WITH_TAG
-                                          and bool(tags_a & tags_b))
+def link_matrix(memories: list[Memory], similarity: np.ndarray) -> np.ndarray:
+    """Which pairs are near-duplicates: same category, and close — or a bit less close
+    with a tag in common."""
+    tags = sorted({tag for memory in memories for tag in memory.tags})
+    column = {tag: position for position, tag in enumerate(tags)}
+    incidence = np.zeros((len(memories), max(1, len(tags))), dtype=np.float32)
+    for row, memory in enumerate(memories):
+        for tag in memory.tags:
+            incidence[row, column[tag]] = 1.0
+    share_tag = (incidence @ incidence.T) > 0
+    categories = np.array([memory.category for memory in memories])
+    same_category = categories[:, None] == categories[None, :]
+    return same_category & ((similarity >= SAME_MEANING)
+                            | ((similarity >= SAME_MEANING_WITH_TAG) & share_tag))
 
 
 def cluster_memories(memories: list[Memory], vectors: np.ndarray,
@@ -104,16 +115,13 @@ def cluster_memories(memories: list[Memory], vectors: np.ndarray,
     if not memories:
         return []
     similarity = vectors @ vectors.T
-    tags = [set(memory.tags) for memory in memories]
+    linked = link_matrix(memories, similarity)
     clusters: list[list[int]] = []
-    for position, memory in enumerate(memories):
+    for position in range(len(memories)):
         best, best_score = None, -1.0
         for cluster in clusters:
-            if memories[cluster[0]].category != memory.category:
-                continue
-            if all(_linked(float(similarity[position, other]), tags[position], tags[other])
-                   for other in cluster):
-                score = float(np.mean([similarity[position, other] for other in cluster]))
+            if linked[position, cluster].all():
+                score = float(similarity[position, cluster].mean())
                 if score > best_score:
                     best, best_score = cluster, score
         if best is None:
@@ -123,7 +131,8 @@ def cluster_memories(memories: list[Memory], vectors: np.ndarray,
     found = []
     for cluster in clusters:
         if len(cluster) >= min_cluster_size:
-            lowest = min(float(similarity[a, b]) for a in cluster for b in cluster if a < b)
+            block = similarity[np.ix_(cluster, cluster)]
+            lowest = float(block[np.triu_indices(len(cluster), k=1)].min())
             found.append((cluster, lowest))
     found.sort(key=lambda item: (-len(item[0]), -item[1], memories[item[0][0]].created_at))
     return found

@@ -229,3 +229,36 @@ def test_planning_queries_do_not_grow_with_the_candidates(alice_key, remember):
     for number in range(3, 12):
         remember(key=f"note_{number}", content=f"Reminder number {number} about the build.")
     assert queries() == few
+
+
+def test_a_chain_of_near_duplicates_never_pulls_unrelated_ends_together():
+    import math
+
+    import numpy as np
+
+    from memories.compaction import cluster_memories
+
+    step = math.acos(0.9)  # a≈b and b≈c (0.9), but a and c only 0.62 apart
+    vectors = np.array([[math.cos(k * step), math.sin(k * step)] for k in range(3)],
+                       dtype=np.float32)
+    now = timezone.now()
+    chain = [Memory(id=f"mem_{name}", category="fact", tags=[], created_at=now)
+             for name in "abc"]
+    assert [cluster for cluster, _lowest in cluster_memories(chain, vectors, 2)] == [[0, 1]]
+
+
+def test_a_shared_tag_lets_slightly_less_similar_memories_cluster():
+    import numpy as np
+
+    from memories.compaction import cluster_memories
+
+    vectors = np.array([[1.0, 0.0], [0.8, 0.6]], dtype=np.float32)  # cosine 0.8
+    now = timezone.now()
+    untagged = [Memory(id=f"mem_{n}", category="fact", tags=[], created_at=now) for n in "ab"]
+    tagged = [Memory(id=f"mem_{n}", category="fact", tags=["deploy"], created_at=now)
+              for n in "ab"]
+    other_category = [Memory(id="mem_a", category="fact", tags=["deploy"], created_at=now),
+                      Memory(id="mem_b", category="note", tags=["deploy"], created_at=now)]
+    assert cluster_memories(untagged, vectors, 2) == []
+    assert [c for c, _ in cluster_memories(tagged, vectors, 2)] == [[0, 1]]
+    assert cluster_memories(other_category, vectors, 2) == []
