@@ -71,11 +71,16 @@ class CompactRequestSerializer(StrictSerializer):
                                        "nothing.")
     older_than = DurationField(required=False, allow_null=True, default=None,
                                help_text="Only memories not updated for this long (7d, 12h…).")
-    category = serializers.ChoiceField(
-        choices=[c for c in Category.values if c != Category.CREDENTIALS], required=False,
-        allow_null=True, default=None, help_text="Credentials are never compacted.")
+    category = serializers.ChoiceField(choices=Category.choices, required=False,
+                                       allow_null=True, default=None,
+                                       help_text="Credentials are never compacted.")
     max_clusters = serializers.IntegerField(min_value=1, max_value=500, default=50)
     min_cluster_size = serializers.IntegerField(min_value=2, max_value=100, default=2)
+
+    def validate_category(self, value):
+        if value == Category.CREDENTIALS:
+            raise serializers.ValidationError("Credentials are never compacted.")
+        return value
 
 
 class ClusterMemberSerializer(serializers.Serializer):
