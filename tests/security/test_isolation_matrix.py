@@ -277,3 +277,63 @@ def test_counts_an_agent_sees_do_not_move_when_another_mind_grows(tenants):
                        if before[route].get(k) != v}
                for route in before if before[route] != after[route]}
     assert not changed, f"another mind's writes changed what this one sees: {changed}"
+
+
+def mcp_arguments(schema: dict, victim_memory_id: str, word: str) -> dict:
+    """Arguments for one MCP tool, aimed at the victim's memory and words."""
+    arguments = {}
+    for name, node in schema.get("properties", {}).items():
+        if name not in schema.get("required", []) and name not in ("query", "q", "memory_id"):
+            continue
+        kind = node.get("type")
+        if "memory" in name or name == "id":
+            arguments[name] = victim_memory_id
+        elif name in ("query", "q"):
+            arguments[name] = word
+        elif kind == "string":
+            arguments[name] = node.get("enum", ["matrix probe"])[0]
+        elif kind == "integer":
+            arguments[name] = 10
+        elif kind == "array":
+            arguments[name] = ["probe"]
+        elif kind == "boolean":
+            arguments[name] = False
+    return arguments
+
+
+def test_no_mcp_tool_reaches_another_minds_memory(live_cluster):
+    """Every tool /mcp lists, called with another mind's key on the victim's memory."""
+    import httpx
+
+    from tests.security.live import Server
+
+    attacker_mind = live_cluster.manage("create_mind", "Attacker", "--owner",
+                                        live_cluster.username)
+    attacker_key = live_cluster.manage("issue_key", attacker_mind, "--name", "attacker")
+    server = Server(live_cluster, workers=1, threads=2)
+    try:
+        canary = "zqmcpcanary"
+        stored = httpx.post(f"{server.url}/memory", json={
+            "category": "fact", "key": "mcp_secret",
+            "content": f"The xylophone plan {canary} is private"},
+            headers={"Authorization": f"Bearer {live_cluster.key}"})
+        assert stored.status_code in (200, 201), stored.text
+        victim_id = stored.json()["id"]
+        headers = {"Accept": "application/json, text/event-stream",
+                   "Authorization": f"Bearer {attacker_key}"}
+
+        def rpc(method: str, params: dict, ident: int) -> dict:
+            response = httpx.post(f"{server.url}/mcp", headers=headers, timeout=60, json={
+                "jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+            assert response.status_code == 200, response.text[:300]
+            assert canary not in response.text, (method, params, response.text)
+            return response.json()
+
+        tools = rpc("tools/list", {}, 1)["result"]["tools"]
+        assert {"recall", "search", "get_memory"} <= {tool["name"] for tool in tools}
+        for ident, tool in enumerate(tools, start=2):
+            arguments = mcp_arguments(tool.get("inputSchema", {}), victim_id, "xylophone")
+            rpc("tools/call", {"name": tool["name"], "arguments": arguments}, ident)
+        print(f"\nMCP isolation: {len(tools)} tools called with another mind's key")
+    finally:
+        server.stop()
