@@ -337,3 +337,49 @@ def test_no_mcp_tool_reaches_another_minds_memory(live_cluster):
         print(f"\nMCP isolation: {len(tools)} tools called with another mind's key")
     finally:
         server.stop()
+
+
+def ui_paths(victim: Tenant, mind_id: str) -> list[str]:
+    """Every /ui/ route with a mind in it, pointed at ``mind_id`` and the victim's objects."""
+    from synapse.ui_urls import urlpatterns
+
+    paths = []
+    for pattern in urlpatterns:
+        route = str(pattern.pattern)
+        if "<str:mind_id>" not in route:
+            continue
+        for action in (["verify", "unverify", "delete", "restore"]
+                       if "<str:action>" in route else [None]):
+            path = (route.replace("<str:mind_id>", mind_id)
+                    .replace("<str:memory_id>", victim.memory_ids[1])
+                    .replace("<str:key_id>", victim.key_ids[0]))
+            paths.append("/ui/" + (path.replace("<str:action>", action) if action else path))
+    return paths
+
+
+def test_no_web_page_shows_or_changes_another_users_mind(tenants):
+    """Every /ui/ page, GET and POST, from another user's session: 404, nothing leaks, nothing
+    changes; also with the attacker's own mind in the path and the victim's memory after it."""
+    from django.test import Client
+
+    victim, other = tenants["a1"], tenants["b1"]
+    client = Client()
+    client.force_login(other.owner)
+    before = snapshot(victim)
+    failures, tried = [], 0
+    form = {"content": "ui probe", "category": "fact", "key": "ui_probe", "name": "ui probe",
+            "confirm": victim.mind.name, "ids": victim.memory_ids, "scope": "write"}
+    own_mind_foreign_object = [path for path in ui_paths(victim, other.mind.id)
+                               if victim.memory_ids[1] in path or victim.key_ids[0] in path]
+    for path in ui_paths(victim, victim.mind.id) + own_mind_foreign_object:
+        for method in ("get", "post"):
+            response = getattr(client, method)(path, form if method == "post" else None)
+            tried += 1
+            text = response.content.decode("utf-8", "replace")
+            if response.status_code not in (404, 405):
+                failures.append(f"{method.upper()} {path}: {response.status_code}")
+            if leaks := leaked(text, victim, path + json.dumps(form)):
+                failures.append(f"{method.upper()} {path}: leaked {leaks}")
+    assert snapshot(victim) == before, "another user's session changed the victim's data"
+    print(f"\nweb UI isolation: {tried} page requests from another user's session")
+    assert tried and not failures, "\n".join(failures)
