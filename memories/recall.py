@@ -62,8 +62,8 @@ def display_content(memory: Memory | RecallItem) -> str:
 
 def format_block(position: int, memory: Memory | RecallItem) -> str:
     status = "[verified]" if memory.verified else "[unverified]"
-    lines = [f"[{position:03d}] {memory.category} ({memory.priority.upper()}) {status}",
-             f"  {memory.key}"]
+    lines = [f"[{position:03d}] {memory.category} ({memory.priority.upper()}) {status}"]
+    lines += [f"  {line}" for line in memory.key.splitlines() or [""]]
     lines += [f"  {line}" for line in display_content(memory).splitlines() or [""]]
     if memory.tags:
         lines.append(f"  Tags: {', '.join(memory.tags)}")

@@ -16,7 +16,9 @@ MAX_KEY_LENGTH = 200
 # Server-set fields (SPEC §7): a request that carries one is refused, row unchanged.
 SERVER_FIELDS = frozenset({"verified", "mind_id", "mind", "id", "version", "created_at",
                            "updated_at", "deleted_at"})
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Control characters and the Unicode line breaks (NEL, LS, PS): a key or tag that broke a
+# line could forge a block header in recall (prompt injection through stored text).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
 
 
 def validate_key(value: str) -> str:
