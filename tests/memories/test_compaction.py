@@ -262,3 +262,14 @@ def test_a_shared_tag_lets_slightly_less_similar_memories_cluster():
     assert cluster_memories(untagged, vectors, 2) == []
     assert [c for c, _ in cluster_memories(tagged, vectors, 2)] == [[0, 1]]
     assert cluster_memories(other_category, vectors, 2) == []
+
+
+def test_credentials_and_expired_memories_are_never_candidates(agent, remember):
+    for key in ("token_a", "token_b"):
+        remember(category="credentials", key=key, content="The deploy token is abc123.")
+    past = timezone.now() - timedelta(days=1)
+    for key in ("old_a", "old_b"):
+        remember(category="fact", key=key, content="The office is in Hamburg.", expires_at=past)
+    result = compact(agent)
+    assert (result["candidates"], result["clusters"]) == (0, [])
+    assert not Memory.objects.filter(superseded_at__isnull=False).exists()
