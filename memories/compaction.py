@@ -153,10 +153,10 @@ def same_claims(first: str, second: str) -> bool:
             and bool(_NEGATION.search(first)) == bool(_NEGATION.search(second)))
 
 
-def union_of_facts(contents: list[str]) -> str:
+def union_of_facts(contents: list[str], known: dict[str, np.ndarray] | None = None) -> str:
     """Every sentence of ``contents`` once: exact repeats (ignoring case, spacing and
     punctuation) and sentences that mean the same (embeddings, with the same numbers and
-    negations) are dropped, the first kept."""
+    negations) are dropped, the first kept. ``known``: sentence vectors already computed."""
     sentences, seen = [], set()
     for content in contents:
         for sentence in split_sentences(content):
@@ -165,7 +165,10 @@ def union_of_facts(contents: list[str]) -> str:
                 seen.add(norm)
                 sentences.append(sentence)
     if len(sentences) > 1:
-        vectors = np.asarray(embed_texts(sentences), dtype=np.float32)
+        known = known or {}
+        new = [sentence for sentence in sentences if sentence not in known]
+        known = {**known, **dict(zip(new, embed_texts(new), strict=True))}
+        vectors = np.asarray([known[sentence] for sentence in sentences], dtype=np.float32)
         kept: list[int] = []
         for position in range(len(sentences)):
             if all(float(vectors[position] @ vectors[other]) < SAME_SENTENCE
@@ -196,11 +199,11 @@ def summary_key(members: list[Memory]) -> str:
     return f"compacted_{digest}"
 
 
-def summarise(cluster: ClusterPlan) -> ClusterPlan:
+def summarise(cluster: ClusterPlan, known: dict[str, np.ndarray] | None = None) -> ClusterPlan:
     """Fill in the summary memory of ``cluster``: newest member's words first."""
     newest_first = sorted(cluster.members, key=lambda m: m.updated_at, reverse=True)
     cluster.key = summary_key(cluster.members)
-    cluster.content = union_of_facts([member.content for member in newest_first])
+    cluster.content = union_of_facts([member.content for member in newest_first], known)
     cluster.tags = merged_tags(newest_first)
     cluster.priority = min((m.priority for m in cluster.members),
                            key=lambda priority: PRIORITY_RANK[priority])
@@ -216,10 +219,15 @@ def plan_compaction(*, mind: Mind, older_than: timedelta | None = None,
     memories = list(compaction_candidates(mind=mind, older_than=older_than,
                                           category=category)[:MAX_CANDIDATES])
     vectors = memory_vectors(memories)
+    found = cluster_memories(memories, vectors, min_cluster_size)[:max_clusters]
+    # One model call for the sentences of every cluster, not one per cluster.
+    sentences = list(dict.fromkeys(
+        sentence for positions, _lowest in found for position in positions
+        for sentence in split_sentences(memories[position].content)))
+    known = dict(zip(sentences, embed_texts(sentences), strict=True))
     clusters = []
-    for positions, lowest in cluster_memories(memories, vectors,
-                                              min_cluster_size)[:max_clusters]:
+    for positions, lowest in found:
         members = [memories[position] for position in positions]
         clusters.append(summarise(ClusterPlan(category=members[0].category, members=members,
-                                              similarity=round(lowest, 4))))
+                                              similarity=round(lowest, 4)), known))
     return CompactionPlan(candidates=len(memories), clusters=clusters)
