@@ -85,6 +85,8 @@ def fill(*, memories: int, minds: int, seed: int = 7) -> list[str]:
     name = model_name()
     started = time.monotonic()
     with connection.cursor() as cursor:
+        # Loading and indexing are no request: the server's statement timeout does not apply.
+        cursor.execute("SET statement_timeout = 0")
         # Building the HNSW index once after the load is far faster than 100k inserts into it.
         cursor.execute("DROP INDEX IF EXISTS memory_embedding_hnsw")
     batch, versions = [], []
