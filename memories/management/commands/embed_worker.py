@@ -36,6 +36,8 @@ class Command(BaseCommand):
                 note_worker_alive(seconds=max(30.0, 3 * idle_sleep))
                 done = embed_batch(limit=batch_size)
             except DatabaseError as error:
+                if once:
+                    raise
                 # The database may be restarting; try again shortly instead of dying.
                 logger.warning("embedding batch failed: %s", error.__class__.__name__)
                 time.sleep(idle_sleep)
