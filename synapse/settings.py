@@ -242,6 +242,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "synapse.negotiation.LenientContentNegotiation",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "synapse.api.exception_handler",
     # Throttles key on REMOTE_ADDR unless the operator says how many proxies add
@@ -272,7 +273,12 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
-    "ENUM_NAME_OVERRIDES": {},
+    # Two choice sets share the field name "source": every source, and the ones an agent
+    # may claim (never "user").
+    "ENUM_NAME_OVERRIDES": {
+        "SourceEnum": "memories.models.Source",
+        "AgentSourceEnum": ["agent", "tool", "system"],
+    },
     # Swagger UI assets are served from the installed package: no CDN, works offline.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -1,7 +1,7 @@
 """Search and embedding routes (SPEC §4 "Search", "Bulk and embeddings"): keyword,
 semantic and hybrid search, by tag, related memories, embed-batch and its status."""
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 
@@ -235,6 +235,11 @@ class RelatedView(SearchScopedView):
             rows.append(hit.memory)
         return Response({"id": memory.id, "count": len(rows),
                          "results": RelatedHitSerializer(rows, many=True).data})
+
+
+@extend_schema_view(get=extend_schema(operation_id="memory_related_alias"))
+class RelatedAliasView(RelatedView):
+    """`/memory/{id}/related`: the same answer as `/memory/related/{id}`."""
 
 
 class EmbedBatchView(MemoryScopedView):

@@ -36,7 +36,7 @@ urlpatterns = [
     path("memory/by-tag", search_views.ByTagView.as_view(), name="memory-by-tag"),
     path("memory/related/<memory_id:memory_id>", search_views.RelatedView.as_view(),
          name="memory-related"),
-    path("memory/<memory_id:memory_id>/related", search_views.RelatedView.as_view(),
+    path("memory/<memory_id:memory_id>/related", search_views.RelatedAliasView.as_view(),
          name="memory-related-alias"),
     path("memory/embed-batch", search_views.EmbedBatchView.as_view(), name="memory-embed-batch"),
     path("memory/embed-batch-status", search_views.EmbedBatchStatusView.as_view(),

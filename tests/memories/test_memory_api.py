@@ -193,3 +193,12 @@ def test_responses_are_not_cached(agent):
     response = agent.get("/memory")
     assert response["Cache-Control"] == "no-store"
     assert response["Referrer-Policy"] == "no-referrer"
+
+
+@pytest.mark.parametrize("accept", ["K_^v2&D<", "image/png", "text/html;q=0.5, */*;q=0"])
+def test_an_accept_header_no_renderer_satisfies_still_gets_json(agent, remember, accept):
+    remember(key="a", content="first")
+    response = agent.get("/memory", HTTP_ACCEPT=accept)
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["count"] == 1

@@ -8,29 +8,39 @@ from django.core.cache import cache
 
 from tests.conftest import PASSWORD
 
-# Playwright's sync API runs an event loop in this thread; Django's ORM calls made by the
-# test itself (fixtures, assertions) would otherwise be refused as async-unsafe.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 CHROMIUM = "/usr/bin/chromium"
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "screenshots"
 DESKTOP = {"width": 1280, "height": 860}
 PHONE = {"width": 375, "height": 812}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """One Chromium per test module. Playwright's sync API keeps an event loop running in
+    this thread while it is open, so it must not outlive the browser tests: pytest-django
+    runs the database-free tests (which start event loops of their own) after them, and
+    `check --deploy` in a subprocess would inherit the async-unsafe switch below."""
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (make system-deps)")
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"])
-        yield browser
-        browser.close()
+    # With that loop running, Django would refuse the ORM calls the test itself makes
+    # (fixtures, assertions) as async-unsafe.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM,
+                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                      "--disable-component-update", "--disable-sync"])
+            yield browser
+            browser.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture
