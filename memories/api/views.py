@@ -1,12 +1,12 @@
 """Core memory routes (SPEC §4 "Core"): store, list, get, update, delete, recall, health."""
 
-import hashlib
 import json
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.http import HttpResponse
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, status
@@ -104,8 +104,10 @@ class MemoryCollectionView(MemoryScopedView):
         if not 1 <= len(idempotency_key) <= 200:
             raise exceptions.ValidationError(
                 {"Idempotency-Key": ["Must be 1 to 200 characters."]})
-        fingerprint = hashlib.sha256(json.dumps(request.data, sort_keys=True,
-                                                default=str).encode()).hexdigest()
+        # Keyed with SECRET_KEY: the body may hold a credential, and a bare hash of a
+        # short secret kept in the database could be reversed by guessing.
+        fingerprint = salted_hmac("synapse.idempotency", json.dumps(
+            request.data, sort_keys=True, default=str), algorithm="sha256").hexdigest()
         return self._store_once(mind, idempotency_key, fingerprint, serializer.validated_data)
 
     def _store(self, mind, data: dict) -> tuple[int, dict]:

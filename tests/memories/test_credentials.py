@@ -296,3 +296,20 @@ def test_the_migration_encrypts_credentials_written_before_encryption(github):
     assert_no_secret(raw("SELECT content FROM memories_memoryversion WHERE memory_id = %s",
                          [github]))
     assert Memory.objects.get(pk=github).plaintext_content() == SECRET
+
+
+def test_an_idempotency_fingerprint_cannot_be_checked_against_a_guessed_secret(agent):
+    import hashlib
+    import json
+
+    response = agent.post("/memory", GITHUB, format="json", HTTP_IDEMPOTENCY_KEY="once")
+    assert response.status_code == 201
+    stored = raw("SELECT fingerprint FROM memories_idempotentrequest WHERE key = 'once'")
+    guessed = hashlib.sha256(json.dumps(GITHUB, sort_keys=True).encode()).hexdigest()
+    assert len(stored) == 64 and stored != guessed
+    # The same request still replays; a different one is still refused.
+    again = agent.post("/memory", GITHUB, format="json", HTTP_IDEMPOTENCY_KEY="once")
+    assert (again.status_code, again["Idempotent-Replayed"]) == (201, "true")
+    other = agent.post("/memory", {**GITHUB, "content": "other"}, format="json",
+                       HTTP_IDEMPOTENCY_KEY="once")
+    assert other.status_code == 409
