@@ -8,6 +8,7 @@ and, in the same run, the raw SQL that endpoint issues, so the report shows the 
 from __future__ import annotations
 
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -141,10 +142,16 @@ def raw_connection():
     return psycopg.connect(**params, autocommit=True)
 
 
+DECLARE = re.compile(r'^DECLARE "[^"]+" NO SCROLL CURSOR WITH(?:OUT)? HOLD FOR ', re.S)
+
+
 def replay(conn, statements: list[str]) -> None:
-    """Run statements as Django did: transaction statements as given, results fetched."""
+    """Run statements as Django did: transaction statements as given, results fetched.
+    A server-side cursor (``.iterator()``) is replayed as its query, every row fetched:
+    the capture holds its DECLARE but not the FETCHes that read it."""
     with conn.cursor() as cursor:
         for sql in statements:
+            sql = DECLARE.sub("", sql)
             if sql.startswith('INSERT INTO "synapse_cache"'):
                 # The rate limiter's counter row exists after the first replay.
                 sql += (" ON CONFLICT (cache_key) DO UPDATE SET value = EXCLUDED.value, "
