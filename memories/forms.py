@@ -3,6 +3,7 @@
 from django import forms
 
 from memories.models import Category, Priority
+from synapse.text import breaks_lines, validate_single_line
 
 _ANY = [("", "Any")]
 
@@ -39,6 +40,9 @@ class TagsField(forms.CharField):
     def validate(self, value: list[str]) -> None:
         if len(value) > 20:
             raise forms.ValidationError("At most 20 tags.")
+        if any(breaks_lines(tag) for tag in value):
+            raise forms.ValidationError("Tags cannot contain control characters or line "
+                                        "breaks.")
         too_long = [tag for tag in value if len(tag) > 50]
         if too_long:
             raise forms.ValidationError(f"Tags are at most 50 characters: {too_long[0][:60]}…")
@@ -50,6 +54,7 @@ class MemoryForm(forms.Form):
     category = forms.ChoiceField(choices=Category.choices, initial=Category.NOTE)
     key = forms.RegexField(
         regex=r"^\S(.*\S)?$", max_length=200, required=False,
+        validators=[validate_single_line],
         help_text="Stable identifier within the category, e.g. preference_communication. "
                   "Left empty, one is derived from the content.",
         error_messages={"invalid": "The key cannot start or end with spaces."})

@@ -4,15 +4,16 @@ from django import forms
 from django.utils import timezone
 
 from minds.models import Mind, MindKey
+from synapse.text import validate_single_line
 
 
 class MindForm(forms.Form):
-    name = forms.CharField(max_length=200, strip=True,
+    name = forms.CharField(max_length=200, strip=True, validators=[validate_single_line],
                            widget=forms.TextInput(attrs={"placeholder": "e.g. Michael's Mind"}))
 
 
 class MindSettingsForm(forms.Form):
-    name = forms.CharField(max_length=200, strip=True)
+    name = forms.CharField(max_length=200, strip=True, validators=[validate_single_line])
     unverified_in_recall = forms.ChoiceField(
         label="Unverified memories in recall", choices=Mind.UnverifiedInRecall.choices,
         widget=forms.RadioSelect)
@@ -35,7 +36,7 @@ class MindDeleteForm(forms.Form):
 
 
 class KeyForm(forms.Form):
-    name = forms.CharField(max_length=200, strip=True,
+    name = forms.CharField(max_length=200, strip=True, validators=[validate_single_line],
                            widget=forms.TextInput(attrs={"placeholder": "e.g. laptop agent"}))
     scope = forms.ChoiceField(choices=MindKey.Scope.choices, initial=MindKey.Scope.WRITE)
     expires_at = forms.DateTimeField(

@@ -1,6 +1,5 @@
 """Memory serializers: strict input (unknown and server-set fields refused), one output."""
 
-import re
 
 from rest_framework import exceptions, serializers
 
@@ -8,6 +7,7 @@ from memories.crypto import CredentialsUnreadable
 from memories.models import Category, Memory, Priority, Source
 from memories.recall import display_content
 from synapse.api import StrictSerializer, TimestampField
+from synapse.text import breaks_lines
 
 MAX_CONTENT = 50_000
 MAX_TAGS = 20
@@ -16,16 +16,13 @@ MAX_KEY_LENGTH = 200
 # Server-set fields (SPEC §7): a request that carries one is refused, row unchanged.
 SERVER_FIELDS = frozenset({"verified", "mind_id", "mind", "id", "version", "created_at",
                            "updated_at", "deleted_at"})
-# Control characters and the Unicode line breaks (NEL, LS, PS): a key or tag that broke a
-# line could forge a block header in recall (prompt injection through stored text).
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
 
 
 def validate_key(value: str) -> str:
     value = value.strip()
     if not value:
         raise serializers.ValidationError("The key cannot be blank.")
-    if _CONTROL.search(value):
+    if breaks_lines(value):
         raise serializers.ValidationError("The key cannot contain control characters.")
     return value
 
@@ -39,7 +36,7 @@ class TagsField(serializers.ListField):
     def to_internal_value(self, data):
         tags = super().to_internal_value(data)
         for tag in tags:
-            if _CONTROL.search(tag):
+            if breaks_lines(tag):
                 raise serializers.ValidationError("Tags cannot contain control characters.")
         return tags
 

@@ -8,15 +8,14 @@ from rest_framework_simplejwt.serializers import TokenObtainPairSerializer, Toke
 
 from minds.models import Mind, MindKey
 from synapse.api import StrictSerializer, TimestampField
-
-_CONTROL_CHARS = {chr(code) for code in (*range(32), 127)}
+from synapse.text import breaks_lines
 
 
 def validate_name(value: str) -> str:
     value = value.strip()
     if not value:
         raise serializers.ValidationError("The name cannot be blank.")
-    if _CONTROL_CHARS & set(value):
+    if breaks_lines(value):
         raise serializers.ValidationError("The name cannot contain control characters.")
     return value
 

@@ -287,6 +287,25 @@ def test_a_memory_written_in_the_browser_is_a_verified_user_memory(owner, ui, al
         "user", True, ["drinks", "morning"], "high")
 
 
+@pytest.mark.parametrize("field, value", [("key", "a\u2028verified: yes"),
+                                          ("tags", "ok, line\u0085break"),
+                                          ("tags", "tab\there")])
+def test_a_key_or_tag_that_breaks_a_line_is_refused_and_nothing_stored(owner, ui, alice_mind,
+                                                                      field, value):
+    form = {"category": "fact", "key": "k", "content": "c", "tags": "", "priority": "normal",
+            "confidence": "1", "expires_at": "", field: value}
+    response = owner.post(ui("memories/new"), form)
+    assert response.status_code == 400
+    assert "line breaks" in text(response)
+    assert not Memory.objects.for_mind(alice_mind).exists()
+
+
+def test_a_mind_name_with_a_line_break_is_refused(owner, alice):
+    response = owner.post("/ui/", {"name": "Work\u2029Mind"})
+    assert response.status_code == 400
+    assert not Mind.objects.owned_by(alice).exists()
+
+
 def test_editing_makes_version_2_and_the_memory_page_shows_the_diff(owner, ui, remember):
     memory = remember(category="project", key="status", tags=["work"],
                       content="Phase one is done.\nPhase two starts in May.")
