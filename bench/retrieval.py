@@ -6,8 +6,11 @@ One mind per conversation; every turn is stored as one memory through the servic
 (key = the turn's dialogue id, content = "Speaker: text", plus the caption of a shared
 photo), embedded with memories.embeddings.embed_batch, then every question of categories
 1-4 is asked in each mode. A question's recall@k is the share of its evidence turns found
-in the top k; MRR uses the first evidence turn found. Runs on a throwaway embedded
-PostgreSQL unless --data-dir (kept, and reused when it already holds the data) is given.
+in the top k; MRR uses the first evidence turn found. "hybrid (shipped)" is what
+memories.search.hybrid_search returns; the other fusions are computed on the same cached
+candidates (each side DEPTH deep, with the similarity of every keyword candidate). Runs
+on a throwaway embedded PostgreSQL unless --data-dir (kept, and reused when it already
+holds the data) is given.
 The data set is read in place, never copied.
 """
 
@@ -26,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10, 20)
-DEPTH = 50
+DEPTH = 100  # candidates kept a side (memories.search.HYBRID_CANDIDATES)
 
 
 def setup_django(data_dir: str | None) -> str | None:
@@ -115,6 +118,7 @@ def collect(minds, conversations):
         hybrid_search,
         keyword_search,
         semantic_search,
+        similarities,
         words_query,
     )
 
@@ -136,17 +140,21 @@ def collect(minds, conversations):
             keyword = keyword_search(memories, parsed, limit=DEPTH).hits if parsed else []
             latency["keyword"].append(time.perf_counter() - started)
             started = time.perf_counter()
-            semantic = semantic_search(memories, embed_query(text), limit=DEPTH)
+            vector = embed_query(text)
+            semantic = semantic_search(memories, vector, limit=DEPTH)
             latency["semantic"].append(time.perf_counter() - started)
             started = time.perf_counter()
-            hybrid_search(memories, text, limit=20)
+            hybrid = hybrid_search(memories, text, limit=20)
             latency["hybrid"].append(time.perf_counter() - started)
             partial = (keyword_search(memories, parsed, limit=DEPTH, partial=True).hits
                        if parsed else [])
+            cosine = similarities(memories, [i for i, _ in partial], vector)
             rows.append({"category": question["category"], "wanted": wanted,
                          "keyword": [(key_of[i], s) for i, s in keyword],
                          "partial": [(key_of[i], s) for i, s in partial],
-                         "semantic": [(key_of[i], s) for i, s in semantic]})
+                         "semantic": [(key_of[i], s) for i, s in semantic],
+                         "cosine": {key_of[i]: s for i, s in cosine.items()},
+                         "hybrid": [(key_of[i], s) for i, s in hybrid]})
     return rows, latency
 
 
@@ -157,6 +165,18 @@ def rrf(keyword, semantic, *, k=60, keyword_weight=0.5):
     for rank, (key, _score) in enumerate(semantic, 1):
         scores[key] += (1 - keyword_weight) / (k + rank)
     return sorted(scores.items(), key=lambda item: -item[1])
+
+
+def union_fusion(row, depth, keyword_weight):
+    """search.fuse as hybrid_search calls it, on the cached candidates cut to ``depth``:
+    the keyword-only candidates get their cosine similarity."""
+    from memories import search
+
+    keyword, semantic = row["partial"][:depth], row["semantic"][:depth]
+    found = {key for key, _ in semantic}
+    similarity = {key: row["cosine"][key] for key, _ in keyword
+                  if key not in found and key in row["cosine"]}
+    return search.fuse(keyword, semantic, keyword_weight=keyword_weight, similarity=similarity)
 
 
 def metrics(rows, rank):
@@ -195,20 +215,27 @@ def main():
         get_model()
         minds = load_conversations(conversations)
         rows, latency = collect(minds, conversations)
-        fused = {"hybrid (shipped)": lambda r: search.fuse(r["partial"], r["semantic"])}
         variants = {
             "keyword": lambda r: r["keyword"],
             "semantic": lambda r: r["semantic"],
-            **fused,
+            "hybrid (shipped)": lambda r: r["hybrid"],
             "keyword, partial matches also ranked": lambda r: r["partial"],
-            "plain RRF (k=60)": lambda r: rrf(r["keyword"], r["semantic"]),
+            "plain RRF (k=60), 50 a side": lambda r: rrf(r["keyword"][:50], r["semantic"][:50]),
         }
-        for weight in (0.3, 0.4, 0.5, 0.6, 0.7):
-            variants[f"normalised scores, keyword weight {weight}"] = (
-                lambda r, w=weight: search.fuse(r["partial"], r["semantic"], keyword_weight=w))
         for weight in (0.5, 0.6, 0.7):
-            variants[f"weighted RRF (k=60), keyword weight {weight}"] = (
-                lambda r, w=weight: rrf(r["keyword"], r["semantic"], keyword_weight=w))
+            variants[f"weighted RRF (k=60), 50 a side, keyword weight {weight}"] = (
+                lambda r, w=weight: rrf(r["keyword"][:50], r["semantic"][:50], keyword_weight=w))
+        for depth in (50, 100):
+            for weight in (0.4, 0.5, 0.6, 0.7):
+                variants[f"previous fusion (semantic side only its own list), {depth} a side, "
+                         f"keyword weight {weight}"] = (
+                    lambda r, d=depth, w=weight: search.fuse(r["partial"][:d], r["semantic"][:d],
+                                                             keyword_weight=w))
+        for depth in (50, 100):
+            for weight in (0.5, 0.55, 0.6, 0.65, 0.7):
+                variants[f"union re-scored by both sides, {depth} a side, keyword weight "
+                         f"{weight}"] = (
+                    lambda r, d=depth, w=weight: union_fusion(r, d, w))
         results = {name: metrics(rows, rank) for name, rank in variants.items()}
         report = render(args.path, conversations, rows, results, latency)
         Path(args.out).write_text(report)
@@ -232,7 +259,8 @@ def render(path, conversations, rows, results, latency) -> str:
              "per turn. recall@k = share of a question's evidence turns in the top k; MRR "
              "by the first evidence turn. Hybrid = normalised-score fusion of the keyword "
              "side with partial matches and the semantic side, keyword weight "
-             f"{search.HYBRID_KEYWORD_WEIGHT}, {search.FUSION_CANDIDATES} candidates a side.",
+             f"{search.HYBRID_KEYWORD_WEIGHT}, {search.HYBRID_CANDIDATES} candidates a side, "
+             "the union scored by both sides (cosine similarity of the keyword-only ones).",
              "", "## By mode", "",
              "| mode | recall@5 | recall@10 | recall@20 | MRR |", "|---|---|---|---|---|"]
     for mode in ("keyword", "semantic", "hybrid (shipped)"):

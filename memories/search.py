@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from django.contrib.postgres.search import SearchQuery
 from django.db import connection, transaction
+from pgvector.django import CosineDistance
 
 from memories.models import Category, Memory
 from minds.models import Mind
@@ -23,6 +24,9 @@ RANK_NORMALIZATION = 0
 TERM_SATURATION = 0.1
 # How many candidates each side hands to the fusion (and recall ranks by relevance).
 FUSION_CANDIDATES = 50
+# hybrid_search's candidates a side; both sides then score the union of the two lists
+# (measured on LoCoMo: bench/results/retrieval.md).
+HYBRID_CANDIDATES = 100
 # Hybrid: share of the keyword side in the fused score (measured on LoCoMo, see
 # bench/results/retrieval.md); the semantic side gets the rest.
 HYBRID_KEYWORD_WEIGHT = 0.6
@@ -359,23 +363,58 @@ def semantic_search(memories, vector: list[float], *, limit: int,
 
 # -- Hybrid ------------------------------------------------------------------------------
 
+def similarities(memories, ids, vector: list[float]) -> dict[str, float]:
+    """Cosine similarity of ``vector`` to each memory of ``ids`` among ``memories`` that
+    holds a vector of the configured model; one query, whatever the number of ids."""
+    from memories.embeddings import model_name
+
+    if not ids:
+        return {}
+    rows = (memories.filter(id__in=list(ids), embedding_model=model_name(),
+                            embedding__isnull=False)
+            .annotate(distance=CosineDistance("embedding", vector))
+            .values_list("id", "distance"))
+    return {memory_id: 1.0 - float(distance) for memory_id, distance in rows}
+
+
 def fuse(keyword: list[tuple[str, float]], semantic: list[tuple[str, float]], *,
-         keyword_weight: float = HYBRID_KEYWORD_WEIGHT) -> list[tuple[str, float]]:
-    """Fuse two ranked lists by normalised scores (each side divided by its best score),
-    weighted; a memory found by both sides adds both parts."""
+         keyword_weight: float = HYBRID_KEYWORD_WEIGHT,
+         similarity: dict[str, float] | None = None) -> list[tuple[str, float]]:
+    """Fuse two ranked lists by normalised scores, weighted; a memory found by both
+    sides adds both parts.
+
+    Keyword scores are divided by the best one. Semantic scores (cosine similarities)
+    are min-max normalised over every candidate that has one: the semantic list, plus
+    the keyword candidates whose similarity ``similarity`` gives (hybrid_search passes
+    it for the keyword-only ones, so the semantic side scores the whole union instead
+    of counting 0 for a memory it merely ranked below its cut). A memory without a
+    score on a side gets 0 for that side."""
     fused: dict[str, float] = {}
     if keyword:
         best = max(score for _id, score in keyword) or 1.0
         for memory_id, score in keyword:
             fused[memory_id] = keyword_weight * score / best
-    if semantic:
-        best = max(score for _id, score in semantic)
-        worst = min(score for _id, score in semantic)
+    cosines = dict(similarity or {})
+    cosines.update(semantic)
+    if cosines:
+        best = max(cosines.values())
+        worst = min(cosines.values())
         spread = (best - worst) or 1.0
-        for memory_id, score in semantic:
+        for memory_id, score in cosines.items():
             fused[memory_id] = (fused.get(memory_id, 0.0)
                                 + (1 - keyword_weight) * (score - worst) / spread)
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+
+
+def fuse_with_semantic(memories, keyword: list[tuple[str, float]], vector: list[float], *,
+                       limit: int) -> list[tuple[str, float]]:
+    """The semantic side for ``vector`` (HYBRID_CANDIDATES deep) fused with ``keyword``
+    hits; the keyword-only candidates get their similarity from one more query."""
+    semantic = semantic_search(memories, vector, limit=max(limit, HYBRID_CANDIDATES))
+    found = {memory_id for memory_id, _score in semantic}
+    similarity = similarities(memories, [memory_id for memory_id, _score in keyword
+                                         if memory_id not in found], vector)
+    return fuse(keyword, semantic, similarity=similarity)[:limit]
 
 
 def words_query(text: str) -> ParsedQuery | None:
@@ -388,16 +427,15 @@ def words_query(text: str) -> ParsedQuery | None:
 
 def hybrid_search(memories, text: str, *, limit: int, parsed: ParsedQuery | None = None
                   ) -> list[tuple[str, float]]:
-    """Keyword and semantic candidates fused (see ``fuse``). The keyword side ranks
-    partial matches of a plain question too: the fusion decides, not the AND rule."""
+    """Keyword and semantic candidates, HYBRID_CANDIDATES a side, fused (see ``fuse``);
+    both sides score the union. The keyword side ranks partial matches of a plain
+    question too: the fusion decides, not the AND rule."""
     from memories.embeddings import embed_query
 
     parsed = parsed or words_query(text)
-    candidates = max(limit, FUSION_CANDIDATES)
-    keyword = (keyword_search(memories, parsed, limit=candidates, partial=True).hits
-               if parsed else [])
-    semantic = semantic_search(memories, embed_query(text), limit=candidates)
-    return fuse(keyword, semantic)[:limit]
+    keyword = (keyword_search(memories, parsed, limit=max(limit, HYBRID_CANDIDATES),
+                              partial=True).hits if parsed else [])
+    return fuse_with_semantic(memories, keyword, embed_query(text), limit=limit)
 
 
 # -- Presentation ------------------------------------------------------------------------
