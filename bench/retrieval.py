@@ -144,7 +144,7 @@ def collect(minds, conversations):
             semantic = semantic_search(memories, vector, limit=DEPTH)
             latency["semantic"].append(time.perf_counter() - started)
             started = time.perf_counter()
-            hybrid = hybrid_search(memories, text, limit=20)
+            hybrid = hybrid_search(memories, text, limit=20).hits
             latency["hybrid"].append(time.perf_counter() - started)
             partial = (keyword_search(memories, parsed, limit=DEPTH, partial=True).hits
                        if parsed else [])

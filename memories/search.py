@@ -426,16 +426,19 @@ def words_query(text: str) -> ParsedQuery | None:
 
 
 def hybrid_search(memories, text: str, *, limit: int, parsed: ParsedQuery | None = None
-                  ) -> list[tuple[str, float]]:
+                  ) -> KeywordResult:
     """Keyword and semantic candidates, HYBRID_CANDIDATES a side, fused (see ``fuse``);
     both sides score the union. The keyword side ranks partial matches of a plain
-    question too: the fusion decides, not the AND rule."""
+    question too: the fusion decides, not the AND rule. ``parsed`` defaults to the plain
+    words of ``text``; the result's ``matched`` and ``ignored_terms`` describe the
+    keyword side, its ``hits`` the fused ranking."""
     from memories.embeddings import embed_query
 
     parsed = parsed or words_query(text)
-    keyword = (keyword_search(memories, parsed, limit=max(limit, HYBRID_CANDIDATES),
-                              partial=True).hits if parsed else [])
-    return fuse_with_semantic(memories, keyword, embed_query(text), limit=limit)
+    result = (keyword_search(memories, parsed, limit=max(limit, HYBRID_CANDIDATES),
+                             partial=True) if parsed else KeywordResult())
+    result.hits = fuse_with_semantic(memories, result.hits, embed_query(text), limit=limit)
+    return result
 
 
 # -- Presentation ------------------------------------------------------------------------
@@ -481,7 +484,7 @@ def rank_for_recall(*, mind: Mind, memories, query: str) -> list[Memory]:
     if not ordered:
         return ordered
     try:
-        ranked = hybrid_search(memories, query, limit=FUSION_CANDIDATES)
+        ranked = hybrid_search(memories, query, limit=FUSION_CANDIDATES).hits
     except QuerySyntaxError:
         ranked = []
     position = {memory_id: rank for rank, (memory_id, _score) in enumerate(ranked)}

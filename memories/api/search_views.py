@@ -156,17 +156,11 @@ class SearchView(SearchScopedView):
                 parsed = search.parse_query(text)
             except search.QuerySyntaxError as error:
                 raise exceptions.ValidationError({"q": [str(error)]}) from error
-            hybrid = mode == "hybrid"
-            keyword = search.keyword_search(
-                memories, parsed, partial=hybrid,
-                limit=max(limit, search.FUSION_CANDIDATES) if hybrid else limit)
-            matched, ignored = keyword.matched, keyword.ignored_terms
-            if hybrid:
-                semantic = search.semantic_search(memories, embed_query(text),
-                                                  limit=max(limit, search.FUSION_CANDIDATES))
-                hits = search.fuse(keyword.hits, semantic)[:limit]
+            if mode == "hybrid":
+                result = search.hybrid_search(memories, text, limit=limit, parsed=parsed)
             else:
-                hits = keyword.hits
+                result = search.keyword_search(memories, parsed, limit=limit)
+            hits, matched, ignored = result.hits, result.matched, result.ignored_terms
         if not hits:
             matched = "none"
         results = _hits(search.load_hits(hits, text))

@@ -243,6 +243,6 @@ def test_hybrid_search_reads_the_union_s_similarities_in_one_query(alice_mind, c
         hybrid_search(memories, "Bruno", limit=5)
     store(range(1, 40))
     with CaptureQueriesContext(connection) as many:
-        hits = hybrid_search(memories, "Bruno", limit=5)
+        hits = hybrid_search(memories, "Bruno", limit=5).hits
     assert len(many.captured_queries) == len(few.captured_queries)
     assert len(hits) == 5
