@@ -192,12 +192,13 @@ DATABASES = _databases()
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {
-    # Shared by every process (rate limits, idempotency): the database, never process memory.
+    # Shared by every process (the embedding worker's heartbeat): the database, never process
+    # memory. Rate limits have their own table (synapse.throttling).
     "default": {
         "BACKEND": "django.core.cache.backends.db.DatabaseCache",
         "LOCATION": "synapse_cache",
-        # Django culls a third of the entries past MAX_ENTRIES (default 300), which would
-        # reset rate-limit windows of busy deployments; expired entries go first.
+        # Django culls a third of the entries past MAX_ENTRIES (default 300); expired
+        # entries go first.
         "OPTIONS": {"MAX_ENTRIES": env_int("SYNAPSE_CACHE_MAX_ENTRIES", 50_000)},
     }
 }

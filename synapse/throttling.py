@@ -1,9 +1,14 @@
 """Rate limits by scope (write, search, semantic, export, login), per Mind Key or per user.
 
-Counters live in the shared database cache (``CACHES["default"]``), so every gunicorn
-worker and every host behind one PostgreSQL sees the same count; a process-local cache
-would multiply each limit by the number of processes. A refused request is a 429 in the
-one error shape with ``Retry-After`` (DRF's handler sets it from :meth:`wait`).
+Each budget is one row of the UNLOGGED table ``synapse_ratelimit`` (synapse.models), so
+every gunicorn worker and every host behind one PostgreSQL sees the same count; a
+process-local counter would multiply each limit by the number of processes. The rule is
+GCRA (the generic cell rate algorithm): a rate of N per period lets N requests through
+at once, then one every period/N. Spending one request is a single atomic statement
+(INSERT … ON CONFLICT DO UPDATE … WHERE): concurrent requests of one key queue on its
+row, so a burst can never slip past the limit, and no WAL is flushed for it. A refused
+request spends nothing and is a 429 in the one error shape with ``Retry-After`` (DRF's
+handler sets it from :meth:`wait`).
 
 Which scope a request falls in:
 
@@ -16,8 +21,12 @@ A ``search`` request asking for ``mode=semantic`` or ``mode=hybrid`` counts as
 ``semantic``: it runs the embedding model, which costs far more than a keyword query.
 """
 
+import math
+import random
+
+from django.db import connection
 from rest_framework.settings import api_settings
-from rest_framework.throttling import SimpleRateThrottle
+from rest_framework.throttling import BaseThrottle
 
 from minds.authentication import is_agent
 
@@ -52,40 +61,74 @@ def principal_ident(request, fallback: str) -> str:
     return f"ip:{fallback}"
 
 
-class ScopeRateThrottle(SimpleRateThrottle):
-    """One sliding window per (scope, Mind Key | user | client address).
+PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+# Spending a request: the budget row's theoretical arrival time (tat) moves on by one
+# interval, unless that would put it more than a period ahead of now (then: refused).
+_SPEND = """
+    WITH now AS (SELECT extract(epoch FROM clock_timestamp())::float8 AS t)
+    INSERT INTO synapse_ratelimit AS r (key, tat) SELECT %(key)s, now.t + %(interval)s FROM now
+    ON CONFLICT (key) DO UPDATE
+        SET tat = greatest(r.tat, EXCLUDED.tat - %(interval)s) + %(interval)s
+        WHERE greatest(r.tat, EXCLUDED.tat - %(interval)s) + %(interval)s
+              - (EXCLUDED.tat - %(interval)s) <= %(period)s
+    RETURNING tat
+"""
+_WAIT = """SELECT tat - extract(epoch FROM clock_timestamp())::float8
+           FROM synapse_ratelimit WHERE key = %s"""
+# A budget whose tat has passed is the same as no row: rows are swept now and then.
+_SWEEP = "DELETE FROM synapse_ratelimit WHERE tat < extract(epoch FROM clock_timestamp()) - 1"
+SWEEP_CHANCE = 0.001
+
+
+def parse_rate(rate: str) -> tuple[int, int]:
+    """"600/min" → (600, 60): requests per period in seconds (DRF's notation)."""
+    count, period = rate.split("/")
+    return int(count), PERIODS[period.strip()[0]]
+
+
+def spend(key: str, rate: str) -> float | None:
+    """Spend one request of budget ``key`` at ``rate``: None when allowed, otherwise the
+    seconds until it would be."""
+    count, period = parse_rate(rate)
+    interval = period / count
+    with connection.cursor() as cursor:
+        if random.random() < SWEEP_CHANCE:  # noqa: S311 (not security-relevant)
+            cursor.execute(_SWEEP)
+        cursor.execute(_SPEND, {"key": key, "interval": interval, "period": period})
+        if cursor.fetchone() is not None:
+            return None
+        cursor.execute(_WAIT, [key])
+        row = cursor.fetchone()
+    ahead = row[0] if row else 0.0
+    return max(0.0, ahead + interval - period)
+
+
+class RateThrottle(BaseThrottle):
+    """A throttle spending from one budget per request; subclasses name scope and ident.
 
     Rates are read at request time from ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]``
-    (DRF reads them once at import), so settings overrides and env changes apply. The
-    window is a read-modify-write of one cache entry: under a burst of concurrent
-    requests from one key a few may slip past the limit, never more than the number of
-    requests in flight at once.
-    """
+    (DRF reads them once at import), so settings overrides and env changes apply."""
 
-    cache_format = "throttle:%(scope)s:%(ident)s"
+    def budget(self, request, view) -> tuple[str | None, str]:
+        """(scope, ident) of this request; scope None means not limited."""
+        raise NotImplementedError
 
-    def __init__(self):
-        # The rate is only known per request (it depends on the view); see allow_request.
-        pass
-
-    def get_rate(self):
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
-
-    def allow_request(self, request, view):
-        self.scope = request_scope(request, view)
-        if self.scope is None:
+    def allow_request(self, request, view) -> bool:
+        scope, ident = self.budget(request, view)
+        rate = api_settings.DEFAULT_THROTTLE_RATES.get(scope) if scope else None
+        if rate is None:
             return True
-        self.rate = self.get_rate()
-        self.num_requests, self.duration = self.parse_rate(self.rate)
-        if self.rate is None:
-            return True
-        return super().allow_request(request, view)
+        self.seconds = spend(f"{scope}:{ident}"[:200], rate)
+        return self.seconds is None
 
-    def get_cache_key(self, request, view):
-        ident = principal_ident(request, self.get_ident(request))
-        return self.cache_format % {"scope": self.scope, "ident": ident}
-
-    def wait(self):
+    def wait(self) -> int:
         # Never "retry in 0 seconds": a client that obeys it would be refused again.
-        seconds = super().wait()
-        return None if seconds is None else max(1, int(seconds + 0.999))
+        return max(1, math.ceil(self.seconds))
+
+
+class ScopeRateThrottle(RateThrottle):
+    """One budget per (scope, Mind Key | user | client address)."""
+
+    def budget(self, request, view):
+        return (request_scope(request, view),
+                principal_ident(request, self.get_ident(request)))

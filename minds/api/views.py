@@ -16,8 +16,6 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import exceptions, status
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
-from rest_framework.settings import api_settings
-from rest_framework.throttling import SimpleRateThrottle
 from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
 from rest_framework_simplejwt.tokens import RefreshToken
 from rest_framework_simplejwt.views import TokenObtainPairView, TokenRefreshView
@@ -48,7 +46,7 @@ from minds.services import (
     mind_update,
 )
 from synapse.api import HumanOnly, SynapseAPIView
-from synapse.throttling import ScopeRateThrottle
+from synapse.throttling import RateThrottle, ScopeRateThrottle
 
 REALM = 'Bearer realm="synapse"'
 ERRORS = {400: OpenApiResponse(description="Invalid input (error shape)"),
@@ -65,30 +63,18 @@ TOKEN_ERRORS = {400: OpenApiResponse(description="Invalid input (error shape)"),
 
 # -- Accounts -----------------------------------------------------------------------------
 
-class LoginAttemptThrottle(SimpleRateThrottle):
+class LoginAttemptThrottle(RateThrottle):
     """Password attempts on one username from one client address (scope ``login_username``).
 
     On top of the per-address ``login`` scope (synapse.throttling): guessing one account's
     password is slowed without letting one busy address lock everybody else out. The
-    username is hashed into the cache key, so the cache never holds account names.
+    username is hashed into the budget's key, so the table never holds account names.
     """
 
-    scope = "login_username"
-    cache_format = "throttle:%(scope)s:%(ident)s"
-
-    def get_rate(self):
-        # Read per request (DRF's class attribute is frozen at import; tests override it).
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
-
-    def get_cache_key(self, request, view):
+    def budget(self, request, view):
         username = request.data.get("username") if isinstance(request.data, dict) else None
         digest = hashlib.sha256(str(username or "").strip().lower().encode()).hexdigest()
-        ident = f"{self.get_ident(request)}:{digest[:32]}"
-        return self.cache_format % {"scope": self.scope, "ident": ident}
-
-    def wait(self):
-        seconds = super().wait()
-        return None if seconds is None else max(1, int(seconds + 0.999))
+        return "login_username", f"{self.get_ident(request)}:{digest[:32]}"
 
 
 class TokenRouteMixin:

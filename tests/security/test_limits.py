@@ -4,10 +4,12 @@ import json
 import os
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import pytest
-from django.conf import settings as django_settings
 from django.db import connection
 from django.urls import Resolver404, resolve
 from rest_framework.response import Response
@@ -103,13 +105,42 @@ def test_search_semantic_and_export_scopes_are_limited(low_rates, agent, path, p
     assert_throttled(agent.get(path, params))
 
 
-def test_rate_limit_counters_live_in_the_shared_database_cache(low_rates, agent, alice_key):
-    assert django_settings.CACHES["default"]["BACKEND"].endswith("DatabaseCache")
+def test_rate_limit_counters_live_in_the_shared_database_table(low_rates, agent, alice_key):
     agent.post("/memory", {"category": "note", "content": "counted"}, format="json")
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM synapse_cache WHERE cache_key LIKE %s",
-                       [f"%throttle:write:key:{alice_key[0].id}"])
+        cursor.execute("SELECT count(*) FROM synapse_ratelimit WHERE key = %s",
+                       [f"write:key:{alice_key[0].id}"])
         assert cursor.fetchone()[0] == 1
+        cursor.execute("SELECT relpersistence FROM pg_class WHERE relname = 'synapse_ratelimit'")
+        assert cursor.fetchone()[0] == "u"  # UNLOGGED: no WAL flush per limited request
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_burst_of_concurrent_writes_never_slips_past_the_limit(live_server, settings,
+                                                                 alice_key):
+    rates = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {
+        **rates, "write": "5/min"}}
+    headers = {"Authorization": f"Bearer {alice_key[1]}"}
+
+    def post(number: int) -> int:
+        return httpx.post(f"{live_server.url}/memory", headers=headers, timeout=60, json={
+            "category": "note", "key": f"burst_{number}", "content": "burst"}).status_code
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        codes = list(pool.map(post, range(20)))
+    assert (codes.count(201), codes.count(429)) == (5, 15), codes
+
+
+def test_the_budget_refills_one_request_per_interval(settings, agent):
+    from synapse.throttling import spend
+
+    assert [spend("probe", "3/s") for _ in range(3)] == [None, None, None]
+    wait = spend("probe", "3/s")
+    assert wait is not None and 0 < wait <= 1 / 3
+    time.sleep(wait + 0.05)
+    assert spend("probe", "3/s") is None
+    assert spend("probe", "3/s") is not None
 
 
 class _Probe(SynapseAPIView):
