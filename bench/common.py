@@ -142,20 +142,29 @@ def raw_connection():
     return psycopg.connect(**params, autocommit=True)
 
 
-DECLARE = re.compile(r'^DECLARE "[^"]+" NO SCROLL CURSOR WITH(?:OUT)? HOLD FOR ', re.S)
+DECLARE = re.compile(r'^DECLARE "([^"]+)"', re.S)
+CHUNK = 500  # Django's .iterator(chunk_size=500) in recall
 
 
-def replay(conn, statements: list[str]) -> None:
+def replay(conn, statements: list[str], cursor_rows: int | None = None) -> None:
     """Run statements as Django did: transaction statements as given, results fetched.
-    A server-side cursor (``.iterator()``) is replayed as its query, every row fetched:
-    the capture holds its DECLARE but not the FETCHes that read it."""
+    A server-side cursor (``.iterator()``) is replayed as Django reads it: DECLARE, then
+    FETCH in chunks of CHUNK until ``cursor_rows`` rows (all when None), then CLOSE; the
+    capture holds its DECLARE but not the FETCHes."""
     with conn.cursor() as cursor:
         for sql in statements:
-            sql = DECLARE.sub("", sql)
-            if sql.startswith('INSERT INTO "synapse_cache"'):
-                # The rate limiter's counter row exists after the first replay.
-                sql += (" ON CONFLICT (cache_key) DO UPDATE SET value = EXCLUDED.value, "
-                        "expires = EXCLUDED.expires")
+            declared = DECLARE.match(sql)
+            if declared:
+                cursor.execute(sql.encode())
+                name, read = declared.group(1), 0
+                while cursor_rows is None or read < cursor_rows:
+                    cursor.execute(f'FETCH FORWARD {CHUNK} FROM "{name}"'.encode())
+                    rows = cursor.fetchall()
+                    read += len(rows)
+                    if len(rows) < CHUNK:
+                        break
+                cursor.execute(f'CLOSE "{name}"'.encode())
+                continue
             cursor.execute(sql.encode())
             if cursor.description is not None:
                 cursor.fetchall()

@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import (  # noqa: E402
+    CHUNK,
     ROOT,
     Server,
     Stats,
@@ -78,6 +79,7 @@ def main() -> None:
     from django.db import connection
     from rest_framework.test import APIClient
 
+    from memories.recall import MAX_CONSECUTIVE_MISSES
     from minds.services import key_issue, mind_create
 
     rng = random.Random(7)
@@ -108,12 +110,12 @@ def main() -> None:
     n = args.requests
     rows = []
 
-    def measure(name, http_call, sql_for):
+    def measure(name, http_call, sql_for, cursor_rows=None):
         """sql_for(i) → statements to replay for sample i (captured from the endpoint)."""
         for warm in range(20):
             http_call(-warm - 1)
         http_stats = Stats(name, timed(http_call, n))
-        raw_stats = Stats(name, timed(lambda i: replay(raw, sql_for(i)), n))
+        raw_stats = Stats(name, timed(lambda i: replay(raw, sql_for(i), cursor_rows), n))
         rows.append((http_stats, raw_stats))
         print(f"{name}: p95 {http_stats.pct(95):.2f} ms (raw {raw_stats.pct(95):.2f} ms)",
               flush=True)
@@ -186,8 +188,13 @@ def main() -> None:
         assert http.get("/memory/recall?budget=2000", headers=big_headers).status_code == 200
 
     budget_sql = capture_sql(lambda: inproc.get("/memory/recall?budget=2000"))
+    # The endpoint stops reading its cursor once the budget is full and MAX_CONSECUTIVE_
+    # MISSES smaller memories did not fit: within the first chunk here, so the replay
+    # reads one chunk too (reading all 10,000 rows would not be the endpoint's SQL).
+    shown = len(inproc.get("/memory/recall?budget=2000&format=json").json()["memories"])
+    assert shown + MAX_CONSECUTIVE_MISSES <= CHUNK, shown
     measure("GET /memory/recall?budget=2000 (10,000 memories)", budget_http,
-            lambda i: budget_sql)
+            lambda i: budget_sql, cursor_rows=CHUNK)
 
     server.stop()
     raw.close()
