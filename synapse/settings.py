@@ -6,6 +6,7 @@ transport-security setting that ``manage.py check --deploy`` asks for.
 """
 
 import os
+import warnings
 from datetime import timedelta
 from pathlib import Path
 
@@ -224,6 +225,10 @@ STORAGES = {
                     if PRODUCTION else "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = not PRODUCTION
+if WHITENOISE_USE_FINDERS:
+    # Development serves from the finders; STATIC_ROOT exists only after collectstatic
+    # (production image), and WhiteNoise would warn about it at every start.
+    warnings.filterwarnings("ignore", message="No directory at", category=UserWarning)
 
 LOGIN_URL = "/ui/login"
 LOGIN_REDIRECT_URL = "/ui/"
