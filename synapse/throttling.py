@@ -90,6 +90,8 @@ def spend(key: str, rate: str) -> float | None:
     """Spend one request of budget ``key`` at ``rate``: None when allowed, otherwise the
     seconds until it would be."""
     count, period = parse_rate(rate)
+    if count <= 0:  # "0/min": the scope is closed
+        return float(period)
     interval = period / count
     with connection.cursor() as cursor:
         if random.random() < SWEEP_CHANCE:  # noqa: S311 (not security-relevant)

@@ -141,6 +141,7 @@ def test_the_budget_refills_one_request_per_interval(settings, agent):
     time.sleep(wait + 0.05)
     assert spend("probe", "3/s") is None
     assert spend("probe", "3/s") is not None
+    assert spend("closed", "0/min") == 60.0
 
 
 class _Probe(SynapseAPIView):
