@@ -406,17 +406,6 @@ def fuse(keyword: list[tuple[str, float]], semantic: list[tuple[str, float]], *,
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
 
 
-def fuse_with_semantic(memories, keyword: list[tuple[str, float]], vector: list[float], *,
-                       limit: int) -> list[tuple[str, float]]:
-    """The semantic side for ``vector`` (HYBRID_CANDIDATES deep) fused with ``keyword``
-    hits; the keyword-only candidates get their similarity from one more query."""
-    semantic = semantic_search(memories, vector, limit=max(limit, HYBRID_CANDIDATES))
-    found = {memory_id for memory_id, _score in semantic}
-    similarity = similarities(memories, [memory_id for memory_id, _score in keyword
-                                         if memory_id not in found], vector)
-    return fuse(keyword, semantic, similarity=similarity)[:limit]
-
-
 def words_query(text: str) -> ParsedQuery | None:
     """The plain words of ``text`` as a natural-language query (operators ignored)."""
     words = _WORD.findall(text)[:MAX_QUERY_TERMS]
@@ -435,9 +424,16 @@ def hybrid_search(memories, text: str, *, limit: int, parsed: ParsedQuery | None
     from memories.embeddings import embed_query
 
     parsed = parsed or words_query(text)
-    result = (keyword_search(memories, parsed, limit=max(limit, HYBRID_CANDIDATES),
-                             partial=True) if parsed else KeywordResult())
-    result.hits = fuse_with_semantic(memories, result.hits, embed_query(text), limit=limit)
+    depth = max(limit, HYBRID_CANDIDATES)
+    result = (keyword_search(memories, parsed, limit=depth, partial=True) if parsed
+              else KeywordResult())
+    vector = embed_query(text)
+    semantic = semantic_search(memories, vector, limit=depth)
+    # The keyword-only candidates get their similarity from one more query.
+    found = {memory_id for memory_id, _score in semantic}
+    similarity = similarities(memories, [memory_id for memory_id, _score in result.hits
+                                         if memory_id not in found], vector)
+    result.hits = fuse(result.hits, semantic, similarity=similarity)[:limit]
     return result
 
 

@@ -2,6 +2,8 @@
 
 import re
 
+from django.core.exceptions import ValidationError
+
 # Control characters and the Unicode line breaks (NEL, LS, PS): a key, tag or name that
 # broke a line could forge a block header in recall (prompt injection through stored text).
 _LINE_BREAKING = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
@@ -14,7 +16,5 @@ def breaks_lines(value: str) -> bool:
 
 def validate_single_line(value: str) -> None:
     """A form-field validator for the same rule."""
-    from django.core.exceptions import ValidationError
-
     if breaks_lines(value):
         raise ValidationError("Cannot contain control characters or line breaks.")

@@ -1,6 +1,5 @@
 """Memory serializers: strict input (unknown and server-set fields refused), one output."""
 
-
 from rest_framework import exceptions, serializers
 
 from memories.crypto import CredentialsUnreadable
