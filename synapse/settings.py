@@ -178,6 +178,11 @@ def _databases() -> dict:
         parsed = dj_database_url.parse(url)
         options.update({key: parsed[key] for key in ("NAME", "USER", "PASSWORD", "HOST", "PORT")})
         return {"default": options}
+    if PRODUCTION and not env_bool("SYNAPSE_ALLOW_EMBEDDED_DB", False):
+        raise ImproperlyConfigured(
+            "DATABASE_URL must be set in production. The embedded PostgreSQL is meant for "
+            "development and single-host trials; set SYNAPSE_ALLOW_EMBEDDED_DB=true to run on "
+            "it anyway (then back it up with `manage.py backup`).")
     from synapse.embedded_db import Cluster
 
     options.update(Cluster(DATA_DIR).connection_settings())
