@@ -287,3 +287,17 @@ def test_the_wheel_is_pinned_to_one_postgresql_major_version():
     major = embedded_db.server_major_version()
     assert requirement.specifier.contains(f"{major}.99")
     assert not requirement.specifier.contains(f"{major + 1}.0")
+
+
+def test_the_version_refusal_is_a_plain_message_from_manage_py(data_dir):
+    pgdata = Path(data_dir) / "pgdata"
+    pgdata.mkdir(mode=0o700)
+    (pgdata / "PG_VERSION").write_text("17\n")
+    env = {name: value for name, value in os.environ.items() if name != "DATABASE_URL"}
+    env["SYNAPSE_DATA_DIR"] = str(data_dir)
+    for command in (["wait_for_db", "--timeout", "60"], ["embedded_db", "start"]):
+        result = subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=env,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode != 0
+        assert "Traceback" not in result.stderr, result.stderr[-2000:]
+        assert "made by PostgreSQL 17" in result.stderr and "manage.py backup" in result.stderr
