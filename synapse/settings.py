@@ -63,14 +63,11 @@ def _secret_key() -> str:
     if PRODUCTION:
         raise ImproperlyConfigured("SECRET_KEY (or SECRET_KEY_FILE) must be set in production")
     # Development: a random key kept in the data folder, so sessions survive restarts.
-    path = DATA_DIR / "secret_key"
-    if not path.exists():
-        import secrets
+    import secrets
 
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(50), encoding="utf-8")
-        path.chmod(0o600)
-    return path.read_text(encoding="utf-8").strip()
+    from synapse.private_files import read_or_create_secret
+
+    return read_or_create_secret(DATA_DIR / "secret_key", lambda: secrets.token_urlsafe(50))
 
 
 SECRET_KEY = _secret_key()
@@ -91,12 +88,11 @@ def _credentials_keys() -> list[str]:
                 "SYNAPSE_CREDENTIALS_KEYS (or SYNAPSE_CREDENTIALS_KEYS_FILE) must be set in "
                 "production: comma-separated Fernet keys, newest first.")
         # Development: one key kept in the data folder, like SECRET_KEY.
-        path = DATA_DIR / "credentials_key"
-        if not path.exists():
-            DATA_DIR.mkdir(parents=True, exist_ok=True)
-            path.write_text(base64.urlsafe_b64encode(os.urandom(32)).decode(), encoding="utf-8")
-            path.chmod(0o600)
-        configured = [path.read_text(encoding="utf-8").strip()]
+        from synapse.private_files import read_or_create_secret
+
+        configured = [read_or_create_secret(
+            DATA_DIR / "credentials_key",
+            lambda: base64.urlsafe_b64encode(os.urandom(32)).decode())]
     for position, key in enumerate(configured, 1):
         try:
             valid = len(base64.urlsafe_b64decode(key.encode())) == 32
@@ -182,6 +178,11 @@ def _databases() -> dict:
         parsed = dj_database_url.parse(url)
         options.update({key: parsed[key] for key in ("NAME", "USER", "PASSWORD", "HOST", "PORT")})
         return {"default": options}
+    if PRODUCTION and not env_bool("SYNAPSE_ALLOW_EMBEDDED_DB", False):
+        raise ImproperlyConfigured(
+            "DATABASE_URL must be set in production. The embedded PostgreSQL is meant for "
+            "development and single-host trials; set SYNAPSE_ALLOW_EMBEDDED_DB=true to run on "
+            "it anyway (then back it up with `manage.py backup`).")
     from synapse.embedded_db import Cluster
 
     options.update(Cluster(DATA_DIR).connection_settings())

@@ -123,8 +123,9 @@ def test_sigkilled_embedded_postgres_comes_back_and_loses_no_acknowledged_write(
 
 def test_external_database_down_is_503_everywhere_and_the_server_recovers_by_itself():
     cluster = make_cluster()
-    socket_dir = embedded_db.Cluster(cluster.data_dir).socket_dir
-    database_url = f"postgresql://postgres@{quote(str(socket_dir), safe='')}:5432/synapse"
+    embedded = embedded_db.Cluster(cluster.data_dir)
+    database_url = (f"postgresql://postgres:{quote(embedded.password(), safe='')}@"
+                    f"{quote(str(embedded.socket_dir), safe='')}:5432/synapse")
     server = Server(cluster, workers=2, threads=4, env={"DATABASE_URL": database_url})
     try:
         with Writers(server.url, cluster.key) as writers:

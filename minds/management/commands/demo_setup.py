@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from minds.services import key_issue, mind_create
+from synapse.private_files import write_private_file
 
 DEMO_USER = "demo"
 DEMO_MIND = "Demo Mind"
@@ -32,7 +33,6 @@ class Command(BaseCommand):
         text = (f"Demo user:     {DEMO_USER}\nPassword:      {password}\n"
                 f"Mind:          {mind.name} ({mind.id})\nMind Key:      {plaintext}\n")
         settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
-        credentials_file.write_text(text, encoding="utf-8")
-        credentials_file.chmod(0o600)
+        write_private_file(credentials_file, text, replace=True)
         self.stdout.write("\n" + text + f"(saved in {credentials_file}; the key is not stored "
                           "anywhere else)\n")

@@ -15,7 +15,10 @@ class Command(BaseCommand):
         if not data_dir:
             raise CommandError("DATABASE_URL is set: there is no embedded PostgreSQL.")
         if action == "start":
-            cluster = embedded_db.ensure_running(data_dir)
+            try:
+                cluster = embedded_db.ensure_running(data_dir)
+            except embedded_db.EmbeddedDatabaseError as error:
+                raise CommandError(str(error)) from None
             self.stdout.write(f"running: {cluster.pgdata} (socket {cluster.socket_dir})")
         elif action == "stop":
             stopped = embedded_db.stop(data_dir)

