@@ -18,6 +18,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from django.core.exceptions import ValidationError
 from django.db.models import Prefetch
 from django.utils import timezone
 
@@ -32,6 +33,7 @@ from memories.sync import (
 )
 from minds.models import Mind
 from synapse.api import format_timestamp, parse_timestamp
+from synapse.text import validate_single_line
 
 FORMAT = "synapse.mind-export"
 FORMAT_VERSION = 1
@@ -177,6 +179,17 @@ class _Reader:
             self.fail(name, f"At most {max_length} characters, no NUL bytes.")
         return value
 
+    def line(self, name: str, *, max_length: int) -> str:
+        """A key or an actor: :meth:`text` under the one single-line rule (synapse.text)."""
+        return self.single_line(name, self.text(name, max_length=max_length))
+
+    def single_line(self, name: str, value: str) -> str:
+        try:
+            validate_single_line(value)
+        except ValidationError as error:
+            self.fail(name, error.messages[0])
+        return value
+
     def memory_id(self, name: str = "id") -> str:
         value = self.text(name, max_length=40)
         if not value.startswith("mem_") or not value[4:].isalnum():
@@ -223,12 +236,14 @@ class _Reader:
         if (not isinstance(value, list) or len(value) > 20
                 or not all(isinstance(tag, str) and 0 < len(tag) <= 50 for tag in value)):
             self.fail(name, "Expected at most 20 tags of 1 to 50 characters.")
+        for position, tag in enumerate(value):
+            self.single_line(f"{name}[{position}]", tag)
         return normalize_tags(value)
 
     def fields(self) -> dict:
         """The fields every memory and version carries."""
         return {"category": self.choice("category", Category.values),
-                "key": self.text("key", max_length=200),
+                "key": self.line("key", max_length=200),
                 "content": self.text("content", max_length=50_000),
                 "content_redacted": self.boolean("content_redacted", False),
                 "tags": self.tags(), "priority": self.choice("priority", Priority.values),
@@ -270,7 +285,7 @@ def parse_backup(data) -> Backup:
         for number, raw_version in enumerate(versions_data):
             snapshot = _Reader(raw_version, f"{reader.path}.versions[{number}]")
             versions.append({"version": snapshot.integer("version"), **snapshot.fields(),
-                             "actor": snapshot.text("actor", max_length=200),
+                             "actor": snapshot.line("actor", max_length=200),
                              "created_at": snapshot.timestamp("created_at", required=True)})
         item["versions"] = versions
         memories.append(item)
@@ -279,7 +294,7 @@ def parse_backup(data) -> Backup:
         reader = _Reader(raw, f"tombstones[{position}]")
         tombstones.append({"id": reader.memory_id(),
                            "category": reader.choice("category", Category.values),
-                           "key": reader.text("key", max_length=200),
+                           "key": reader.line("key", max_length=200),
                            "deleted_at": reader.timestamp("deleted_at", required=True),
                            "updated_at": reader.timestamp("updated_at", required=True)})
     return Backup(memories=memories, tombstones=tombstones)
