@@ -38,6 +38,8 @@ from synapse.text import validate_single_line
 FORMAT = "synapse.mind-export"
 FORMAT_VERSION = 1
 CHUNK_SIZE = 1000
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 CSV_COLUMNS = ["id", "category", "key", "content", "tags", "priority", "source", "verified",
                "confidence", "expires_at", "version", "created_at", "updated_at"]
 
@@ -96,20 +98,30 @@ class _Line:
         return value
 
 
+def csv_cell(value):
+    """A text cell a spreadsheet shows as text: one starting like a formula (``=``, ``+``,
+    ``-``, ``@``, tab, carriage return) gets a leading apostrophe (OWASP's advice)."""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
 def export_csv(*, mind: Mind, reveal: bool) -> Iterator[str]:
     """Current memories (not in the trash, not superseded), one row each, handed out in
-    pieces of CHUNK_SIZE rows (a piece per row would cost the server one send each)."""
+    pieces of CHUNK_SIZE rows (a piece per row would cost the server one send each).
+    Stored text that a spreadsheet would run as a formula is neutralised (:func:`csv_cell`);
+    the JSON export carries it unchanged."""
     writer = csv.writer(_Line())
     piece = [writer.writerow(CSV_COLUMNS)]
     memories = (Memory.objects.for_mind(mind).current().defer("search_vector", "embedding")
                 .order_by("category", "key"))
     for memory in memories.iterator(chunk_size=CHUNK_SIZE):
-        piece.append(writer.writerow([
+        piece.append(writer.writerow(map(csv_cell, [
             memory.id, memory.category, memory.key, output_content(memory, reveal=reveal),
             ", ".join(memory.tags), memory.priority, memory.source,
             "true" if memory.verified else "false", memory.confidence,
             format_timestamp(memory.expires_at) or "", memory.version,
-            format_timestamp(memory.created_at), format_timestamp(memory.updated_at)]))
+            format_timestamp(memory.created_at), format_timestamp(memory.updated_at)])))
         if len(piece) >= CHUNK_SIZE:
             yield "".join(piece)
             piece = []
