@@ -18,6 +18,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from django.core.exceptions import ValidationError
 from django.db.models import Prefetch
 from django.utils import timezone
 
@@ -32,10 +33,13 @@ from memories.sync import (
 )
 from minds.models import Mind
 from synapse.api import format_timestamp, parse_timestamp
+from synapse.text import validate_single_line
 
 FORMAT = "synapse.mind-export"
 FORMAT_VERSION = 1
 CHUNK_SIZE = 1000
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 CSV_COLUMNS = ["id", "category", "key", "content", "tags", "priority", "source", "verified",
                "confidence", "expires_at", "version", "created_at", "updated_at"]
 
@@ -94,20 +98,30 @@ class _Line:
         return value
 
 
+def csv_cell(value):
+    """A text cell a spreadsheet shows as text: one starting like a formula (``=``, ``+``,
+    ``-``, ``@``, tab, carriage return) gets a leading apostrophe (OWASP's advice)."""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
 def export_csv(*, mind: Mind, reveal: bool) -> Iterator[str]:
     """Current memories (not in the trash, not superseded), one row each, handed out in
-    pieces of CHUNK_SIZE rows (a piece per row would cost the server one send each)."""
+    pieces of CHUNK_SIZE rows (a piece per row would cost the server one send each).
+    Stored text that a spreadsheet would run as a formula is neutralised (:func:`csv_cell`);
+    the JSON export carries it unchanged."""
     writer = csv.writer(_Line())
     piece = [writer.writerow(CSV_COLUMNS)]
     memories = (Memory.objects.for_mind(mind).current().defer("search_vector", "embedding")
                 .order_by("category", "key"))
     for memory in memories.iterator(chunk_size=CHUNK_SIZE):
-        piece.append(writer.writerow([
+        piece.append(writer.writerow(map(csv_cell, [
             memory.id, memory.category, memory.key, output_content(memory, reveal=reveal),
             ", ".join(memory.tags), memory.priority, memory.source,
             "true" if memory.verified else "false", memory.confidence,
             format_timestamp(memory.expires_at) or "", memory.version,
-            format_timestamp(memory.created_at), format_timestamp(memory.updated_at)]))
+            format_timestamp(memory.created_at), format_timestamp(memory.updated_at)])))
         if len(piece) >= CHUNK_SIZE:
             yield "".join(piece)
             piece = []
@@ -177,6 +191,17 @@ class _Reader:
             self.fail(name, f"At most {max_length} characters, no NUL bytes.")
         return value
 
+    def line(self, name: str, *, max_length: int) -> str:
+        """A key or an actor: :meth:`text` under the one single-line rule (synapse.text)."""
+        return self.single_line(name, self.text(name, max_length=max_length))
+
+    def single_line(self, name: str, value: str) -> str:
+        try:
+            validate_single_line(value)
+        except ValidationError as error:
+            self.fail(name, error.messages[0])
+        return value
+
     def memory_id(self, name: str = "id") -> str:
         value = self.text(name, max_length=40)
         if not value.startswith("mem_") or not value[4:].isalnum():
@@ -223,12 +248,14 @@ class _Reader:
         if (not isinstance(value, list) or len(value) > 20
                 or not all(isinstance(tag, str) and 0 < len(tag) <= 50 for tag in value)):
             self.fail(name, "Expected at most 20 tags of 1 to 50 characters.")
+        for position, tag in enumerate(value):
+            self.single_line(f"{name}[{position}]", tag)
         return normalize_tags(value)
 
     def fields(self) -> dict:
         """The fields every memory and version carries."""
         return {"category": self.choice("category", Category.values),
-                "key": self.text("key", max_length=200),
+                "key": self.line("key", max_length=200),
                 "content": self.text("content", max_length=50_000),
                 "content_redacted": self.boolean("content_redacted", False),
                 "tags": self.tags(), "priority": self.choice("priority", Priority.values),
@@ -270,7 +297,7 @@ def parse_backup(data) -> Backup:
         for number, raw_version in enumerate(versions_data):
             snapshot = _Reader(raw_version, f"{reader.path}.versions[{number}]")
             versions.append({"version": snapshot.integer("version"), **snapshot.fields(),
-                             "actor": snapshot.text("actor", max_length=200),
+                             "actor": snapshot.line("actor", max_length=200),
                              "created_at": snapshot.timestamp("created_at", required=True)})
         item["versions"] = versions
         memories.append(item)
@@ -279,7 +306,7 @@ def parse_backup(data) -> Backup:
         reader = _Reader(raw, f"tombstones[{position}]")
         tombstones.append({"id": reader.memory_id(),
                            "category": reader.choice("category", Category.values),
-                           "key": reader.text("key", max_length=200),
+                           "key": reader.line("key", max_length=200),
                            "deleted_at": reader.timestamp("deleted_at", required=True),
                            "updated_at": reader.timestamp("updated_at", required=True)})
     return Backup(memories=memories, tombstones=tombstones)

@@ -3,7 +3,7 @@
 from django import forms
 
 from memories.models import Category, Priority
-from synapse.text import breaks_lines, validate_single_line
+from synapse.text import validate_single_line
 
 _ANY = [("", "Any")]
 
@@ -40,9 +40,8 @@ class TagsField(forms.CharField):
     def validate(self, value: list[str]) -> None:
         if len(value) > 20:
             raise forms.ValidationError("At most 20 tags.")
-        if any(breaks_lines(tag) for tag in value):
-            raise forms.ValidationError("Tags cannot contain control characters or line "
-                                        "breaks.")
+        for tag in value:
+            validate_single_line(tag)
         too_long = [tag for tag in value if len(tag) > 50]
         if too_long:
             raise forms.ValidationError(f"Tags are at most 50 characters: {too_long[0][:60]}…")

@@ -7,9 +7,12 @@ Text format (SPEC §4), one block per memory, blocks separated by a blank line::
       Michael Schäfer
       Tags: person, identity
 
-Every line of a memory's content is indented by two spaces, so no stored text can start
-a line that looks like a block header: the boundary of each memory stays unambiguous
-(stored text is data, never instructions).
+Every line of every stored field (key, content, tags) is indented by two spaces, whatever
+breaks it (LS, PS, NEL, \r as well as \n), and the fields of a header line show any
+control character escaped, so no stored text can start a line that looks like a block
+header or the recall header: the boundary of each memory stays unambiguous (stored text
+is data, never instructions). Writes refuse such keys and tags (synapse.text); this
+holds for rows that got in before.
 """
 
 import math
@@ -19,6 +22,7 @@ from typing import NamedTuple
 
 from memories.models import Category, Memory
 from minds.models import Mind
+from synapse.text import indented, inline
 
 REDACTED = "[redacted: credentials are only shown by GET /memory/{id}]"
 # The smallest block costs more than this; below it nothing more can fit.
@@ -62,17 +66,18 @@ def display_content(memory: Memory | RecallItem) -> str:
 
 def format_block(position: int, memory: Memory | RecallItem) -> str:
     status = "[verified]" if memory.verified else "[unverified]"
-    lines = [f"[{position:03d}] {memory.category} ({memory.priority.upper()}) {status}"]
-    lines += [f"  {line}" for line in memory.key.splitlines() or [""]]
-    lines += [f"  {line}" for line in display_content(memory).splitlines() or [""]]
+    lines = [f"[{position:03d}] {inline(memory.category)} ({inline(memory.priority.upper())}) "
+             f"{status}"]
+    lines += indented(memory.key)
+    lines += indented(display_content(memory))
     if memory.tags:
-        lines.append(f"  Tags: {', '.join(memory.tags)}")
+        lines += indented(f"Tags: {', '.join(memory.tags)}")
     return "\n".join(lines)
 
 
 def format_header(mind: Mind, memories: list) -> str:
     verified = sum(1 for memory in memories if memory.verified)
-    return (f"Mind: {mind.name}\n"
+    return (f"Mind: {inline(mind.name)}\n"
             f"Memories: {len(memories)} total ({verified} verified, "
             f"{len(memories) - verified} unverified)")
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -44,6 +45,17 @@ EMBEDDED_FIELDS = ("category", "key", "content", "tags")
 
 class MemoryConflict(Exception):
     """A write would give two memories outside the trash the same (category, key)."""
+
+
+class CredentialsContentRequired(ValidationError):
+    """A credentials memory moved to another category without its content re-sent: that
+    would silently decrypt the secret into search, embeddings and recall."""
+
+    def __init__(self):
+        super().__init__({"content": [
+            "Moving a credentials memory to another category puts its content in plain "
+            "text into search, embeddings and recall: send the content again with the new "
+            "category to confirm."]}, code="credentials_content_required")
 
 
 @dataclass(frozen=True)
@@ -226,10 +238,14 @@ def memory_update(*, memory: Memory, actor, **fields) -> tuple[Memory, bool]:
     """Partial update (content, tags, priority, confidence, expires_at, key, category).
 
     Returns the memory and whether anything changed. Raises MemoryConflict when the new
-    (category, key) is taken.
+    (category, key) is taken, CredentialsContentRequired when a credentials memory would
+    leave its category without the content sent again.
     """
     with transaction.atomic():
         locked = Memory.objects.select_for_update().select_related("mind").get(pk=memory.pk)
+        if (locked.is_credentials and "content" not in fields
+                and fields.get("category", Category.CREDENTIALS) != Category.CREDENTIALS):
+            raise CredentialsContentRequired()
         changes = dict(fields)
         if "tags" in changes:
             changes["tags"] = normalize_tags(changes["tags"])

@@ -19,6 +19,7 @@ from minds.services import (
     mind_delete,
     mind_update,
 )
+from synapse.text import validate_single_line
 
 
 def _deletion_summary(minds) -> tuple[list[str], dict[str, int]]:
@@ -36,7 +37,17 @@ def _deletion_summary(minds) -> tuple[list[str], dict[str, int]]:
     return lines, counts
 
 
-class MindAdmin(admin.ModelAdmin):
+class SingleLineNameAdmin(admin.ModelAdmin):
+    """The name field of its forms follows the one single-line rule (synapse.text)."""
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if field is not None and db_field.name == "name":
+            field.validators.append(validate_single_line)
+        return field
+
+
+class MindAdmin(SingleLineNameAdmin):
     list_display = ["name", "id", "owner", "unverified_in_recall", "memory_count", "created_at"]
     list_filter = ["unverified_in_recall"]
     list_select_related = ["owner"]
@@ -114,7 +125,7 @@ class MindKeyAddForm(forms.ModelForm):
         return expires_at
 
 
-class MindKeyAdmin(admin.ModelAdmin):
+class MindKeyAdmin(SingleLineNameAdmin):
     """Keys are issued here (the plaintext is shown once, in a message) and revoked with the
     action; the secret's hash never appears, and a revoked key is read-only."""
 

@@ -12,6 +12,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from drf_spectacular.types import OpenApiTypes
@@ -75,7 +76,8 @@ def _first_message(detail) -> str:
 
 
 def exception_handler(exc, context):
-    """DRF's handler, reshaped into the one error shape; database outages become 503."""
+    """DRF's handler, reshaped into the one error shape; database outages become 503, and a
+    service's Django ValidationError (a rule the input breaks) a 400 naming the field."""
     if isinstance(exc, OperationalError) and isinstance(exc.__cause__, QueryCanceled):
         # statement_timeout (settings.DATABASES) cut a runaway query short.
         logger.error("database statement cancelled (statement_timeout)")
@@ -86,7 +88,9 @@ def exception_handler(exc, context):
     elif isinstance(exc, DatabaseError):
         logger.exception("database error")
         return Response(error_body(500, "server_error", "Internal server error."), status=500)
-    if isinstance(exc, Http404):
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(serializers.as_serializer_error(exc))
+    elif isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()

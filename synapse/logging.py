@@ -1,4 +1,5 @@
-"""Log redaction: Mind Keys, bearer tokens and ``?key=`` values never reach a log line."""
+"""Log redaction: Mind Keys, bearer tokens and ``?key=`` values never reach a log line, not
+even inside a traceback."""
 
 import logging
 import re
@@ -19,15 +20,25 @@ def redact(text: str) -> str:
 
 
 class RedactSecretsFilter(logging.Filter):
-    """Rewrites the message (and its arguments) of every record it sees."""
+    """Rewrites the message (and its arguments) of every record it sees, and its traceback.
+
+    A handler formats ``exc_info`` only after its filters ran, so the traceback (whose
+    exception messages may quote a key or a token) is formatted here, redacted, and left
+    in ``exc_text``, which the formatter then prints instead of formatting it again."""
+
+    _formatter = logging.Formatter()
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self._formatter.formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
         try:
             message = record.getMessage()
         except Exception:  # noqa: BLE001 - a malformed record is logged as it is
             return True
         record.msg = redact(message)
         record.args = None
-        if record.exc_text:
-            record.exc_text = redact(record.exc_text)
         return True

@@ -1,12 +1,24 @@
-"""One rule for single-line text (keys, tags, names), shared by the API and the web UI."""
+"""Single-line text: the one rule for keys, tags, categories, actors and names, wherever they
+enter (API, sync, import, admin, web UI, management commands), and how recall shows text.
 
+A key, tag or name that broke a line could forge a block header in recall (prompt
+injection through stored text), so none may hold a control character or a line break.
+Rows written before this rule (or straight into the database) are still shown as data:
+:func:`indented` and :func:`inline` never let stored text start a line of its own.
+"""
+
+import argparse
 import re
 
 from django.core.exceptions import ValidationError
 
-# Control characters and the Unicode line breaks (NEL, LS, PS): a key, tag or name that
-# broke a line could forge a block header in recall (prompt injection through stored text).
-_LINE_BREAKING = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+# C0 and C1 control characters (\n, \r, \v, \f, ESC, NEL, …) and the Unicode line and
+# paragraph separators (LS, PS): every character str.splitlines() breaks on is among them.
+_LINE_BREAKING = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# What is left of them inside one line of content once it is split: escaped when shown
+# (a tab is kept: it cannot start a line).
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+SINGLE_LINE_MESSAGE = "Cannot contain control characters or line breaks."
 
 
 def breaks_lines(value: str) -> bool:
@@ -15,6 +27,35 @@ def breaks_lines(value: str) -> bool:
 
 
 def validate_single_line(value: str) -> None:
-    """A form-field validator for the same rule."""
-    if breaks_lines(value):
-        raise ValidationError("Cannot contain control characters or line breaks.")
+    """The one rule for single-line text: no control characters, no line breaks.
+
+    A validator for Django forms, model forms and DRF fields alike (DRF turns Django's
+    ValidationError into its own); the import reader and the management commands call it
+    too. Raises django.core.exceptions.ValidationError."""
+    if not isinstance(value, str) or breaks_lines(value):
+        raise ValidationError(SINGLE_LINE_MESSAGE, code="single_line")
+
+
+def single_line_argument(value: str) -> str:
+    """An argparse ``type`` for management commands: the same rule, as a usage error."""
+    try:
+        validate_single_line(value)
+    except ValidationError as error:
+        raise argparse.ArgumentTypeError(error.messages[0]) from None
+    return value
+
+
+def _escape(match: re.Match) -> str:
+    character = match.group()
+    return f"\\x{ord(character):02x}" if ord(character) < 0x100 else f"\\u{ord(character):04x}"
+
+
+def inline(value) -> str:
+    """``value`` for a header line: control characters and line breaks shown escaped."""
+    return _LINE_BREAKING.sub(_escape, str(value))
+
+
+def indented(text: str, prefix: str = "  ") -> list[str]:
+    """Every line of ``text`` behind ``prefix``, whatever breaks it (LS, PS, NEL, \\r, …),
+    so stored text can never start a line that looks like a header."""
+    return [prefix + _CONTROL.sub(_escape, line) for line in (text or "").splitlines() or [""]]

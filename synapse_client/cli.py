@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from synapse_client.rest import DEFAULT_URL, AuthError, SynapseClient, SynapseError
-from synapse_client.text import format_memory, format_recall, format_stats
+from synapse_client.text import format_memory, format_recall, format_stats, inline
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_AUTH, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 CATEGORIES = ["identity", "preference", "fact", "project", "skill", "mistake", "context",
@@ -155,8 +155,9 @@ async def cmd_forget(client: SynapseClient, args) -> None:
     if args.json:
         _emit_json(memory)
     else:
-        print(f"trashed  {memory.get('id')}  ({memory.get('category')}/{memory.get('key')}); "
-              f"undo with: synapse restore {memory.get('id')}")
+        memory_id = inline(memory.get("id"))
+        print(f"trashed  {memory_id}  ({inline(memory.get('category'))}/"
+              f"{inline(memory.get('key'))}); undo with: synapse restore {memory_id}")
 
 
 async def cmd_restore(client: SynapseClient, args) -> None:

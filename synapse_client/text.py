@@ -1,28 +1,48 @@
 """Memories as compact text an LLM (or a person at a terminal) reads well.
 
-Shared by the MCP tools and the CLI: each memory is a block headed by its id, its content
-indented so stored text can never forge a block header (stored text is data, never
-instructions).
+Shared by the MCP tools and the CLI: each memory is a block headed by its id. Stored text
+is data, never instructions: every line of content and tags is indented, whatever breaks
+it (LS, PS, NEL, \r as well as \n), and the stored fields a header line shows (key,
+category, …) have any control character or line break escaped, so nothing stored can
+forge a block header or the recall header, even from a server that let it in.
 """
 
 import math
+import re
+
+# Control characters and every line break str.splitlines() knows (the server's
+# synapse/text.py rule; this package does not import the server).
+_LINE_BREAKING = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")  # a tab is kept
 
 
-def _indented(text: str) -> list[str]:
-    # Two spaces before every content line: stored text can never forge a block header.
-    return [f"  {line}" for line in (text or "").splitlines() or [""]]
+def _escape(match: re.Match) -> str:
+    character = match.group()
+    return f"\\x{ord(character):02x}" if ord(character) < 0x100 else f"\\u{ord(character):04x}"
+
+
+def inline(value) -> str:
+    """A stored field for a header line: control characters and line breaks escaped."""
+    return _LINE_BREAKING.sub(_escape, str(value))
+
+
+def _indented(text) -> list[str]:
+    # Two spaces before every line: stored text can never forge a block header.
+    return [f"  {_CONTROL.sub(_escape, line)}"
+            for line in str(text or "").splitlines() or [""]]
 
 
 def format_memory(memory: dict, *, detail: bool = False, extra: str = "") -> str:
     """One memory as a block headed by its id."""
     status = "verified" if memory.get("verified") else "unverified"
-    header = (f"[{memory.get('id')}] {memory.get('category')}/{memory.get('key')} "
-              f"({str(memory.get('priority', 'normal')).upper()}) [{status}]{extra}")
+    header = (f"[{inline(memory.get('id'))}] {inline(memory.get('category'))}/"
+              f"{inline(memory.get('key'))} "
+              f"({inline(str(memory.get('priority', 'normal')).upper())}) [{status}]{extra}")
     lines = [header, *_indented(memory.get("content", ""))]
     if memory.get("tags"):
-        lines.append(f"  Tags: {', '.join(memory['tags'])}")
+        lines += _indented(f"Tags: {', '.join(map(str, memory['tags']))}")
     if detail:
-        facts = [f"version {memory.get('version')}", f"source {memory.get('source')}",
+        facts = [f"version {memory.get('version')}", f"source {inline(memory.get('source'))}",
                  f"confidence {memory.get('confidence')}",
                  f"updated {memory.get('updated_at')}", f"created {memory.get('created_at')}"]
         if memory.get("expires_at"):
@@ -45,7 +65,7 @@ def format_recall(mind: dict, memories: list[dict], omitted: int, budget: int | 
     def render(count: int, left_out: int) -> str:
         shown = memories[:count]
         verified = sum(1 for memory in shown if memory.get("verified"))
-        head = (f"Mind: {mind.get('name', '?')}\n"
+        head = (f"Mind: {inline(mind.get('name', '?'))}\n"
                 f"Memories: {count} shown ({verified} verified, {count - verified} "
                 f"unverified)")
         if left_out:

@@ -24,6 +24,7 @@ from synapse_client.text import (
     format_recall,
     format_search,
     format_stats,
+    inline,
 )
 
 ClientFactory = Callable[[Context], AbstractAsyncContextManager[SynapseClient]]
@@ -194,7 +195,8 @@ def build_server(client_for: ClientFactory, *, log_level: str = "WARNING") -> MC
     async def forget(ctx: Context, memory_id: MemoryId) -> str:
         async with api(ctx) as client:
             memory = await client.forget(memory_id)
-        return (f"Moved {memory.get('id')} ({memory.get('category')}/{memory.get('key')}) to "
+        return (f"Moved {inline(memory.get('id'))} ({inline(memory.get('category'))}/"
+                f"{inline(memory.get('key'))}) to "
                 "the trash. It leaves recall and search; `restore` brings it back.")
 
     server.add_tool(forget, name="forget", title="Forget a memory", structured_output=False,

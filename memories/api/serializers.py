@@ -6,7 +6,7 @@ from memories.crypto import CredentialsUnreadable
 from memories.models import Category, Memory, Priority, Source
 from memories.recall import display_content
 from synapse.api import StrictSerializer, TimestampField
-from synapse.text import breaks_lines
+from synapse.text import validate_single_line
 
 MAX_CONTENT = 50_000
 MAX_TAGS = 20
@@ -21,23 +21,16 @@ def validate_key(value: str) -> str:
     value = value.strip()
     if not value:
         raise serializers.ValidationError("The key cannot be blank.")
-    if breaks_lines(value):
-        raise serializers.ValidationError("The key cannot contain control characters.")
+    validate_single_line(value)
     return value
 
 
 class TagsField(serializers.ListField):
-    child = serializers.CharField(max_length=MAX_TAG_LENGTH, allow_blank=False)
+    child = serializers.CharField(max_length=MAX_TAG_LENGTH, allow_blank=False,
+                                  validators=[validate_single_line])
 
     def __init__(self, **kwargs):
         super().__init__(max_length=MAX_TAGS, **kwargs)
-
-    def to_internal_value(self, data):
-        tags = super().to_internal_value(data)
-        for tag in tags:
-            if breaks_lines(tag):
-                raise serializers.ValidationError("Tags cannot contain control characters.")
-        return tags
 
 
 class MemoryFieldsMixin(serializers.Serializer):

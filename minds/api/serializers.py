@@ -8,15 +8,14 @@ from rest_framework_simplejwt.serializers import TokenObtainPairSerializer, Toke
 
 from minds.models import Mind, MindKey
 from synapse.api import StrictSerializer, TimestampField
-from synapse.text import breaks_lines
+from synapse.text import validate_single_line
 
 
 def validate_name(value: str) -> str:
     value = value.strip()
     if not value:
         raise serializers.ValidationError("The name cannot be blank.")
-    if breaks_lines(value):
-        raise serializers.ValidationError("The name cannot contain control characters.")
+    validate_single_line(value)
     return value
 
 

@@ -14,7 +14,7 @@ from memories.crypto import decrypt
 from memories.embeddings import embed_batch, pending_memories
 from memories.models import Memory, MemoryVersion
 from memories.recall import REDACTED
-from memories.services import memory_revert, memory_update
+from memories.services import CredentialsContentRequired, memory_revert, memory_update
 
 pytestmark = pytest.mark.django_db
 
@@ -135,8 +135,45 @@ def test_recategorising_a_note_as_credentials_encrypts_it_and_back_decrypts(agen
     assert_no_secret(raw("SELECT content, search_vector::text FROM memories_memory "
                          "WHERE id = %s", [note.id]))
     assert agent.get(f"/memory/{note.id}").json()["content"] == "zebracorn wifi password"
-    memory, _ = memory_update(memory=memory, actor=None, category="note")
+    memory, _ = memory_update(memory=memory, actor=None, category="note",
+                              content="zebracorn wifi password")
     assert Memory.objects.get(pk=note.id).content == "zebracorn wifi password"
+
+
+def test_moving_credentials_out_without_the_content_is_400_and_changes_nothing(
+        agent, human, alice_mind, github):
+    before = Memory.objects.get(pk=github)
+    for client, query in ((agent, ""), (human, f"?mind={alice_mind.id}")):
+        response = client.put(f"/memory/{github}{query}", {"category": "note",
+                                                           "tags": ["moved"]}, format="json")
+        assert response.status_code == 400, response.content
+        error = response.json()["error"]
+        assert (error["status"], error["code"]) == (400, "invalid")
+        assert "content" in error["fields"] and "send the content again" in error["message"]
+    after = Memory.objects.get(pk=github)
+    assert (after.category, after.content, after.tags, after.version) == (
+        "credentials", before.content, ["github"], 1)
+    assert not after.embedding_pending
+    assert MemoryVersion.objects.filter(memory_id=github).count() == 1
+    assert_no_secret(raw("SELECT search_vector::text FROM memories_memory WHERE id = %s",
+                         [github]))
+    with pytest.raises(CredentialsContentRequired):
+        memory_update(memory=after, actor=None, category="note")
+
+
+def test_moving_credentials_out_with_the_content_re_sent_goes_through(agent, github):
+    response = agent.put(f"/memory/{github}", {"category": "note", "content": SECRET},
+                         format="json")
+    assert response.status_code == 200
+    memory = Memory.objects.get(pk=github)
+    assert (memory.category, memory.content, memory.version) == ("note", SECRET, 2)
+
+
+def test_other_changes_to_credentials_need_no_content(agent, github):
+    response = agent.put(f"/memory/{github}", {"tags": ["github", "work"], "key": "gh"},
+                         format="json")
+    assert response.status_code == 200
+    assert Memory.objects.get(pk=github).category == "credentials"
 
 
 def test_revert_restores_an_earlier_secret_encrypted(agent, github):

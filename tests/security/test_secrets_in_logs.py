@@ -54,6 +54,29 @@ def console_output():
         handler.setStream(stream)
 
 
+def _fail_with_secrets():
+    try:
+        raise ValueError(f"lookup failed for {KEY_SAMPLE}")
+    except ValueError as error:
+        raise RuntimeError(f"upstream said Authorization: Bearer {JWT_SAMPLE}") from error
+
+
+@pytest.mark.parametrize("logger_name", ["synapse.api", "django.request", "django.server"])
+def test_tracebacks_carry_no_key_or_token(console_output, logger_name):
+    """The exception text (a chained one too) goes through the redaction, not around it."""
+    logger = logging.getLogger(logger_name)
+    try:
+        _fail_with_secrets()
+    except RuntimeError:
+        logger.exception("request failed")
+        logger.error("again, with the stack", exc_info=True, stack_info=True)
+    text = console_output.getvalue()
+    assert text.count("Traceback (most recent call last)") == 4, text
+    assert "RuntimeError: upstream said Authorization: Bearer [redacted]" in text
+    assert "ValueError: lookup failed for mk_[redacted]" in text
+    assert KEY_SAMPLE not in text and JWT_SAMPLE not in text
+
+
 @pytest.mark.django_db
 def test_request_log_lines_carry_no_credentials(console_output, tenants, settings):
     tenant = tenants["a1"]

@@ -336,6 +336,26 @@ def test_an_unchanged_edit_makes_no_new_version(owner, ui, remember):
     assert memory.version == 1
 
 
+def test_moving_credentials_out_in_the_editor_sends_the_content_the_human_sees(owner, ui,
+                                                                              remember):
+    """The service refuses the move without the content (finding 20); the editor shows the
+    plaintext and posts it back, so the human's move is the explicit one."""
+    memory = remember(category="credentials", key="wifi", content="zebracorn-42")
+    form = owner.get(ui(f"memories/{memory.id}/edit")).context["form"]
+    assert form["content"].value() == "zebracorn-42"
+    data = {name: form[name].value() for name in form.fields}
+    data.update(category="note", expires_at="", tags="")
+    data.pop("content")
+    response = owner.post(ui(f"memories/{memory.id}/edit"), data)
+    assert response.status_code == 400
+    memory.refresh_from_db()
+    assert (memory.category, memory.version) == ("credentials", 1)
+    response = owner.post(ui(f"memories/{memory.id}/edit"), {**data, "content": "zebracorn-42"})
+    assert response.status_code == 302
+    memory.refresh_from_db()
+    assert (memory.category, memory.content, memory.version) == ("note", "zebracorn-42", 2)
+
+
 def test_editing_to_a_key_already_taken_shows_the_conflict(owner, ui, remember):
     remember(key="taken")
     memory = remember(key="mine")

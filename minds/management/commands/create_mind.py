@@ -2,13 +2,14 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from minds.services import mind_create
+from synapse.text import single_line_argument
 
 
 class Command(BaseCommand):
     help = "Create a mind owned by an existing user and print its id."
 
     def add_arguments(self, parser):
-        parser.add_argument("name")
+        parser.add_argument("name", type=single_line_argument)
         parser.add_argument("--owner", required=True, help="username of the owner")
 
     def handle(self, *args, name, owner, **options):

@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from minds.models import Mind, MindKey
 from minds.services import key_issue
 from synapse.api import parse_timestamp
+from synapse.text import single_line_argument
 
 
 class Command(BaseCommand):
@@ -10,7 +11,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("mind_id")
-        parser.add_argument("--name", default="cli")
+        parser.add_argument("--name", default="cli", type=single_line_argument)
         parser.add_argument("--scope", choices=[s.value for s in MindKey.Scope], default="write")
         parser.add_argument("--expires-at", help="RFC 3339 timestamp or epoch seconds")
 
