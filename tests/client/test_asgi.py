@@ -8,12 +8,11 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-import anyio
 import httpx
 import pytest
 
 from memories.models import Memory
-from tests.client.conftest import BIN, free_port, http_session, text_of
+from tests.client.conftest import BIN, free_port
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
