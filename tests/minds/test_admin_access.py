@@ -179,7 +179,11 @@ def test_staff_verify_in_their_own_minds(clerk_client, clerk, clerk_mind, alices
 
 
 def test_only_superusers_manage_accounts(clerk_client, clerk):
+    # Even holding every account permission: whoever edits accounts could make themselves
+    # superuser, and a superuser reaches every mind.
+    clerk.user_permissions.add(*Permission.objects.filter(content_type__app_label="auth"))
     assert clerk_client.get("/admin/auth/user/").status_code == 403
+    assert clerk_client.get(f"/admin/auth/user/{clerk.pk}/change/").status_code == 403
     assert clerk_client.post(f"/admin/auth/user/{clerk.pk}/change/", {
         "username": "clerk", "is_superuser": "on"}).status_code == 403
     clerk.refresh_from_db()
