@@ -7,6 +7,7 @@ from django.utils.text import Truncator
 from memories.models import AuditEvent, Memory
 from memories.recall import display_content
 from memories.services import memory_set_verified
+from minds.admin import OwnMindsOnly
 
 
 class StateFilter(admin.SimpleListFilter):
@@ -26,7 +27,7 @@ class StateFilter(admin.SimpleListFilter):
         return queryset
 
 
-class MemoryAdmin(admin.ModelAdmin):
+class MemoryAdmin(OwnMindsOnly, admin.ModelAdmin):
     """Read-only: memories change through the API, the web UI and the services, which keep
     versions, the audit log and embeddings in step. Staff verify and unverify with the
     actions. Credentials content is never shown here."""
@@ -85,7 +86,7 @@ class MemoryAdmin(admin.ModelAdmin):
         self.message_user(request, f"{word} {changed} memory(ies).", messages.SUCCESS)
 
 
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(OwnMindsOnly, admin.ModelAdmin):
     """The audit log, append-only: nobody adds, edits or deletes an event here."""
 
     list_display = ["created_at", "action", "actor_type", "actor_label", "mind", "memory_id"]

@@ -1,4 +1,6 @@
-"""Django admin for staff: users, minds and Mind Keys, every change through minds.services."""
+"""Django admin for staff: users, minds and Mind Keys, every change through minds.services.
+
+Staff who are not superusers reach only the minds they own (``OwnMindsOnly``)."""
 
 from django import forms
 from django.contrib import admin, messages
@@ -20,6 +22,46 @@ from minds.services import (
     mind_update,
 )
 from synapse.text import validate_single_line
+
+
+class OwnMindsOnly:
+    """For a ModelAdmin: staff who are not superusers see and act on the minds they own and
+    what is in them, nothing else (lists, pages, actions, foreign-key choices); superusers
+    on every mind. ``owner_path`` leads from the model to the owner of its mind."""
+
+    owner_path = "mind__owner"
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        return queryset.filter(**{self.owner_path: request.user})
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if not request.user.is_superuser:
+            if db_field.related_model is Mind:
+                kwargs["queryset"] = Mind.objects.owned_by(request.user)
+            elif db_field.name == "owner":
+                kwargs["queryset"] = get_user_model().objects.filter(pk=request.user.pk)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def owns(self, request, obj) -> bool:
+        """Whether the signed-in human may see or act on ``obj`` (None: the list)."""
+        if obj is None or request.user.is_superuser:
+            return True
+        *path, last = self.owner_path.split("__")
+        for step in path:
+            obj = getattr(obj, step)
+        return getattr(obj, f"{last}_id") == request.user.pk
+
+    def has_view_permission(self, request, obj=None):
+        return super().has_view_permission(request, obj) and self.owns(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and self.owns(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and self.owns(request, obj)
 
 
 def _deletion_summary(minds) -> tuple[list[str], dict[str, int]]:
@@ -47,7 +89,8 @@ class SingleLineNameAdmin(admin.ModelAdmin):
         return field
 
 
-class MindAdmin(SingleLineNameAdmin):
+class MindAdmin(OwnMindsOnly, SingleLineNameAdmin):
+    owner_path = "owner"
     list_display = ["name", "id", "owner", "unverified_in_recall", "memory_count", "created_at"]
     list_filter = ["unverified_in_recall"]
     list_select_related = ["owner"]
@@ -125,7 +168,7 @@ class MindKeyAddForm(forms.ModelForm):
         return expires_at
 
 
-class MindKeyAdmin(SingleLineNameAdmin):
+class MindKeyAdmin(OwnMindsOnly, SingleLineNameAdmin):
     """Keys are issued here (the plaintext is shown once, in a message) and revoked with the
     action; the secret's hash never appears, and a revoked key is read-only."""
 
@@ -197,7 +240,23 @@ class MindKeyAdmin(SingleLineNameAdmin):
 
 
 class SynapseUserAdmin(UserAdmin):
-    """The stock user admin; deleting a user deletes their minds through the service."""
+    """The stock user admin, for superusers only (staff who could edit accounts could make
+    themselves superusers); deleting a user deletes their minds through the service."""
+
+    def has_module_permission(self, request):
+        return request.user.is_superuser
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    def has_add_permission(self, request):
+        return request.user.is_superuser
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_superuser
 
     def get_deleted_objects(self, objs, request):
         users = list(objs)

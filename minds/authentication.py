@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.utils import timezone
-from rest_framework import authentication, exceptions
+from rest_framework import authentication, exceptions, permissions
 
 from minds.keys import key_matches, parse_lookup
 from minds.models import Mind, MindKey
@@ -43,10 +43,11 @@ def is_agent(principal) -> bool:
 
 
 class MindKeyAuthentication(authentication.BaseAuthentication):
-    """``Authorization: Bearer mk_…`` or ``?key=mk_…``.
+    """``Authorization: Bearer mk_…``, or ``?key=mk_…`` on reads (GET, HEAD, OPTIONS).
 
     Returns None when neither carries a Mind Key (so JWT can try), raises on a Mind Key
-    that is malformed, unknown, expired or revoked.
+    that is malformed, unknown, expired or revoked, whose creator or mind owner has been
+    deactivated, or that comes as ``?key=`` on a write.
     """
 
     keyword = "Bearer"
@@ -58,7 +59,8 @@ class MindKeyAuthentication(authentication.BaseAuthentication):
         lookup = parse_lookup(plaintext)
         if lookup is None:
             raise exceptions.AuthenticationFailed("Malformed Mind Key.")
-        key = MindKey.objects.select_related("mind").filter(lookup=lookup).first()
+        key = (MindKey.objects.select_related("mind__owner", "created_by")
+               .filter(lookup=lookup).first())
         if key is None or not key_matches(plaintext, key.hashed_secret):
             raise exceptions.AuthenticationFailed("Unknown Mind Key.")
         now = timezone.now()
@@ -66,6 +68,11 @@ class MindKeyAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("This Mind Key has been revoked.")
         if key.expires_at is not None and key.expires_at <= now:
             raise exceptions.AuthenticationFailed("This Mind Key has expired.")
+        # A deactivated account's JWTs stop at once; the keys it handed out stop with them.
+        if not key.mind.owner.is_active or (key.created_by is not None
+                                            and not key.created_by.is_active):
+            raise exceptions.AuthenticationFailed(
+                "This Mind Key belongs to a deactivated account.")
         self._touch(key, now)
         return AgentPrincipal(key=key), key
 
@@ -74,14 +81,18 @@ class MindKeyAuthentication(authentication.BaseAuthentication):
 
     @staticmethod
     def _presented_key(request) -> str | None:
+        query_key = request.query_params.get("key")
+        if query_key and request.method not in permissions.SAFE_METHODS:
+            # A key in the URL lands in proxy logs and browser history: tolerated for reads
+            # (some agent runtimes cannot send headers), never with a change.
+            raise exceptions.AuthenticationFailed(
+                "A Mind Key in the query string (?key=) is accepted on reads only: send it "
+                "as Authorization: Bearer mk_….")
         header = authentication.get_authorization_header(request).decode("latin-1")
         parts = header.split()
         if len(parts) == 2 and parts[0].lower() == "bearer" and parts[1].startswith("mk_"):
             return parts[1]
-        query_key = request.query_params.get("key")
-        if query_key:
-            return query_key
-        return None
+        return query_key or None
 
     @staticmethod
     def _touch(key: MindKey, now) -> None:

@@ -1,6 +1,11 @@
-"""Web UI forms for minds and Mind Keys."""
+"""Web UI forms for minds and Mind Keys, and the rate-limited sign-in forms (UI, admin)."""
+
+from types import SimpleNamespace
 
 from django import forms
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm
+from django.http import QueryDict
 from django.utils import timezone
 
 from minds.models import Mind, MindKey
@@ -49,3 +54,53 @@ class KeyForm(forms.Form):
         if expires_at is not None and expires_at <= timezone.now():
             raise forms.ValidationError("The expiry must be in the future.")
         return expires_at
+
+
+def sign_in_wait(request) -> int | None:
+    """Seconds before this password attempt may be checked, or None to check it now.
+
+    The attempt spends the budgets of ``POST /auth/login`` (per client address, and per
+    username from that address), so the web sign-in and the admin's are no way around the
+    API's limit on password guessing."""
+    from minds.api.views import LoginAttemptThrottle
+    from synapse.throttling import ScopeRateThrottle
+
+    # What the API throttles read of a login request: the client address, the username.
+    attempt = SimpleNamespace(META=request.META, headers=request.headers, method="POST",
+                              user=None, query_params=QueryDict(),
+                              data={"username": request.POST.get("username", "")})
+    login_route = SimpleNamespace(throttle_scope="login")
+    waits = [throttle.wait() for throttle in (ScopeRateThrottle(), LoginAttemptThrottle())
+             if not throttle.allow_request(attempt, login_route)]
+    return max(waits) if waits else None
+
+
+class RateLimitedSignIn:
+    """For an AuthenticationForm: a refused attempt is an error before any password is
+    checked; ``retry_after`` then holds the seconds to wait (see ``refuse_if_limited``)."""
+
+    retry_after: int | None = None
+
+    def clean(self):
+        self.retry_after = sign_in_wait(self.request)
+        if self.retry_after is not None:
+            raise forms.ValidationError(f"Too many sign-in attempts. Try again in "
+                                        f"{self.retry_after} seconds.", code="throttled")
+        return super().clean()
+
+
+def refuse_if_limited(response, form):
+    """A sign-in page answering a rate-limited attempt becomes a 429 with Retry-After."""
+    seconds = getattr(form, "retry_after", None)
+    if seconds is not None:
+        response.status_code = 429
+        response["Retry-After"] = str(seconds)
+    return response
+
+
+class SignInForm(RateLimitedSignIn, AuthenticationForm):
+    """The web UI's sign-in (/ui/login)."""
+
+
+class AdminSignInForm(RateLimitedSignIn, AdminAuthenticationForm):
+    """The admin's sign-in (/admin/login/)."""

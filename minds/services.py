@@ -2,18 +2,38 @@
 
 from datetime import datetime
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.contrib.auth.hashers import make_password
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from minds.keys import generate_key
 from minds.models import Mind, MindKey
 
 
-@transaction.atomic
+def registration_open() -> bool:
+    """Whether anyone may open an account (SYNAPSE_ALLOW_REGISTRATION; closed by default in
+    production). Invitations will open it for their invitee."""
+    return settings.SYNAPSE["ALLOW_REGISTRATION"]
+
+
 def account_register(*, username: str, password: str, email: str = ""):
-    """Create a human account (not staff); the caller has validated the password."""
-    return get_user_model().objects.create_user(username, email=email, password=password)
+    """Create a human account (not staff); the caller has validated the password.
+
+    Returns the user, or None when the username is taken (case-insensitively). Both ways
+    take the same work, a password hash included, so neither the answer nor its timing
+    tells a caller which usernames exist.
+    """
+    users = get_user_model().objects
+    if users.filter(username__iexact=username).exists():
+        make_password(password)
+        return None
+    try:
+        with transaction.atomic():
+            return users.create_user(username, email=email, password=password)
+    except IntegrityError:  # lost a race with a registration of the same username
+        return None
 
 
 @transaction.atomic

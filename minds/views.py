@@ -1,14 +1,13 @@
 """Web UI for minds: the minds list, Mind Keys, settings; and the mind scoping every page uses."""
 
 from datetime import timedelta
-from types import SimpleNamespace
 
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
-from django.http import Http404, QueryDict
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -16,37 +15,27 @@ from django.utils.functional import cached_property
 from django.views import View
 
 from memories.models import Memory
-from minds.api.views import LoginAttemptThrottle
-from minds.forms import KeyForm, MindDeleteForm, MindForm, MindSettingsForm
+from minds.forms import (
+    KeyForm,
+    MindDeleteForm,
+    MindForm,
+    MindSettingsForm,
+    SignInForm,
+    refuse_if_limited,
+)
 from minds.models import Mind, MindKey
 from minds.services import key_issue, key_revoke, mind_create, mind_delete, mind_update
-from synapse.throttling import ScopeRateThrottle
 
 
 class SignInView(auth_views.LoginView):
     """Session sign-in, rate-limited like ``POST /auth/login`` and on the same counters, so
     the browser form is no way around the API's limit on password guessing."""
 
+    form_class = SignInForm
     redirect_authenticated_user = True
 
-    def post(self, request, *args, **kwargs):
-        # What the API throttles read of a login request: the client address, the username.
-        attempt = SimpleNamespace(META=request.META, headers=request.headers, method="POST",
-                                  user=None, query_params=QueryDict(),
-                                  data={"username": request.POST.get("username", "")})
-        login_route = SimpleNamespace(throttle_scope="login")
-        waits = [throttle.wait() for throttle in (ScopeRateThrottle(), LoginAttemptThrottle())
-                 if not throttle.allow_request(attempt, login_route)]
-        if waits:
-            seconds = max(wait or 1 for wait in waits)
-            # The password is not even checked: an unbound form, and the reason.
-            form = self.form_class(request, initial={"username": request.POST.get("username")})
-            response = self.render_to_response(self.get_context_data(
-                form=form, refusal=f"Too many sign-in attempts. Try again in {seconds} "
-                                   "seconds."), status=429)
-            response["Retry-After"] = str(seconds)
-            return response
-        return super().post(request, *args, **kwargs)
+    def form_invalid(self, form):
+        return refuse_if_limited(super().form_invalid(form), form)
 
 
 class SignedInView(LoginRequiredMixin, View):

@@ -262,7 +262,9 @@ class SynapseAPIView(APIView):
         self.query = self._validated_query(request)
 
     def _query_serializer_class(self, request):
-        return self.query_serializers.get(request.method, self.query_serializer)
+        # HEAD is a GET without the body (Django answers it with the GET handler).
+        method = "GET" if request.method == "HEAD" else request.method
+        return self.query_serializers.get(method, self.query_serializer)
 
     def _validated_query(self, request) -> dict:
         serializer_class = self._query_serializer_class(request)

@@ -49,17 +49,22 @@ django_app = WSGIMiddleware(wsgi_application,
                             workers=int(os.environ.get("SYNAPSE_THREADS", "4")))
 
 
-def _bearer_key(headers: Headers, query_string: bytes) -> str | None:
-    """The Mind Key presented: ``Authorization: Bearer mk_…`` or ``?key=mk_…``."""
+def _bearer_key(headers: Headers) -> str | None:
+    """The Mind Key presented: ``Authorization: Bearer mk_…``."""
     parts = headers.get("authorization", "").split()
     if len(parts) == 2 and parts[0].lower() == "bearer":
         return parts[1]
-    keys = parse_qs(query_string.decode("latin-1")).get("key")
-    return keys[0] if keys else None
+    return None
 
 
-def _key_problem(plaintext: str | None) -> tuple[int, str, str] | None:
+def _key_problem(plaintext: str | None, query_string: bytes = b"") -> tuple[int, str, str] | None:
     """Django's own Mind Key authentication; (status, code, message) when it refuses."""
+    if "key" in parse_qs(query_string.decode("latin-1")):
+        # Every MCP message is a POST that may change memories: a key in the URL would land
+        # in proxy logs and history (REST takes ?key= on reads only).
+        return (401, "authentication_failed",
+                "/mcp does not accept a Mind Key in the query string (?key=): send it as "
+                "Authorization: Bearer mk_….")
     if not plaintext or not plaintext.startswith("mk_"):
         return (401, "not_authenticated",
                 "A Mind Key is required: Authorization: Bearer mk_… (a key of the mind the "
@@ -94,7 +99,7 @@ async def client_for_call(ctx):
     """A REST client for one tool call: the caller's key, host and address, in-process."""
     request = ctx.request_context.request
     headers = request.headers
-    key = _bearer_key(headers, b"") or ""
+    key = _bearer_key(headers) or ""
     forwarded = {name: headers[name] for name in ("x-forwarded-proto", "x-forwarded-for")
                  if name in headers}
     client_address = request.scope.get("client") or ("127.0.0.1", 0)
@@ -122,18 +127,15 @@ async def mcp_endpoint(scope, receive, send) -> None:
     if not domain or not validate_host(domain, allowed):
         await _refusal(400, "invalid", "Invalid Host header.")(scope, receive, send)
         return
-    key = _bearer_key(headers, scope.get("query_string", b""))
+    key = _bearer_key(headers)
     loop = asyncio.get_running_loop()
     # Django's threads (each keeps its database connection) run the check.
-    problem = await loop.run_in_executor(django_app.executor, _key_problem, key)
+    problem = await loop.run_in_executor(django_app.executor, _key_problem, key,
+                                         scope.get("query_string", b""))
     if problem is not None:
         await _refusal(*problem)(scope, receive, send)
         return
-    # The tools read the key from Authorization, even when it came as ?key=.
-    scope = dict(scope, path=MCP_PATH, headers=[
-        *[(name, value) for name, value in scope["headers"] if name != b"authorization"],
-        (b"authorization", f"Bearer {key}".encode("latin-1"))])
-    await mcp_app(scope, receive, send)
+    await mcp_app(dict(scope, path=MCP_PATH), receive, send)
 
 
 async def application(scope, receive, send) -> None:

@@ -53,6 +53,10 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 PRODUCTION = env_bool("SYNAPSE_PRODUCTION", False)
 DEBUG = env_bool("DEBUG", False)
+if PRODUCTION and DEBUG:
+    # Debug pages show settings, SQL and local variables to whoever triggers an error.
+    raise ImproperlyConfigured("DEBUG=true is refused with SYNAPSE_PRODUCTION=true: debug "
+                               "pages show settings and tracebacks to anyone.")
 DATA_DIR = Path(env_str("SYNAPSE_DATA_DIR", str(BASE_DIR / ".synapse"))).resolve()
 
 
@@ -115,7 +119,7 @@ if PRODUCTION and not ALLOWED_HOSTS:
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "synapse.apps.SynapseAdminConfig",  # django.contrib.admin, sign-in rate-limited
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -142,6 +146,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "synapse.middleware.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "synapse.urls"
@@ -301,6 +306,9 @@ SIMPLE_JWT = {
     "ALGORITHM": "HS256",
     "AUTH_HEADER_TYPES": ("Bearer",),
     "UPDATE_LAST_LOGIN": True,
+    # Tokens carry a digest of the password hash: a password change ends every access
+    # token (simplejwt) and every refresh token (minds.api.serializers.RefreshSerializer).
+    "CHECK_REVOKE_TOKEN": True,
 }
 if PRODUCTION and not env_str("JWT_SIGNING_KEY"):
     raise ImproperlyConfigured(
@@ -311,7 +319,8 @@ SYNAPSE = {
     "EMBEDDING_MODEL": env_str("SYNAPSE_EMBEDDING_MODEL", "all-MiniLM-L6-v2"),
     "EMBEDDING_DIM": env_int("SYNAPSE_EMBEDDING_DIM", 384),
     "EMBED_BATCH_SIZE": env_int("SYNAPSE_EMBED_BATCH_SIZE", 64),
-    "ALLOW_REGISTRATION": env_bool("SYNAPSE_ALLOW_REGISTRATION", True),
+    # Closed by default in production: anyone who reaches the server could open accounts.
+    "ALLOW_REGISTRATION": env_bool("SYNAPSE_ALLOW_REGISTRATION", not PRODUCTION),
     "TRASH_RETENTION_DAYS": env_int("SYNAPSE_TRASH_RETENTION_DAYS", 30),
     "IDEMPOTENCY_TTL_SECONDS": env_int("SYNAPSE_IDEMPOTENCY_TTL_SECONDS", 24 * 3600),
     "KEY_LAST_USED_RESOLUTION_SECONDS": 60,

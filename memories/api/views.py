@@ -239,16 +239,17 @@ class HealthView(MemoryScopedView):
     def get(self, request):
         """Database, embedding model and backlog status, and this mind's recall policy."""
         mind = self.get_mind()
+        # Whether pgvector is there, never which versions run: agents learn nothing that
+        # would match an exploit to the server.
         with connection.cursor() as cursor:
-            cursor.execute("SELECT current_setting('server_version'), "
-                           "(SELECT extversion FROM pg_extension WHERE extname = 'vector')")
-            server_version, vector_version = cursor.fetchone()
+            cursor.execute("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')")
+            (has_vector,) = cursor.fetchone()
         from memories.embeddings import embedding_status
 
         return Response({
             "status": "ok",
             "mind": {"id": mind.id, "name": mind.name},
-            "database": {"ok": True, "postgresql": server_version, "pgvector": vector_version,
+            "database": {"ok": True, "pgvector": has_vector,
                          "embedded": bool(settings.DATABASES["default"].get("EMBEDDED_DATA_DIR"))},
             "embeddings": embedding_status(mind=mind),
             "recall_policy": {"unverified": mind.unverified_in_recall,

@@ -1,10 +1,14 @@
 """Serializers of the human API: accounts, minds and Mind Keys (strict input, one output)."""
 
+import hmac
+
 from django.contrib.auth import get_user_model, password_validation
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
-from rest_framework import serializers
+from rest_framework import exceptions, serializers
 from rest_framework_simplejwt.serializers import TokenObtainPairSerializer, TokenRefreshSerializer
+from rest_framework_simplejwt.settings import api_settings as jwt_settings
+from rest_framework_simplejwt.utils import get_md5_hash_password
 
 from minds.models import Mind, MindKey
 from synapse.api import StrictSerializer, TimestampField
@@ -34,8 +38,8 @@ class RegisterSerializer(StrictSerializer):
                 validator(value)
             except DjangoValidationError as error:
                 raise serializers.ValidationError(list(error.messages)) from None
-        if user_model.objects.filter(username__iexact=value).exists():
-            raise serializers.ValidationError("This username is taken.")
+        # Whether the name is taken is not checked here: the answer must not tell
+        # (minds.services.account_register).
         return value
 
     def validate(self, attrs):
@@ -45,6 +49,13 @@ class RegisterSerializer(StrictSerializer):
         except DjangoValidationError as error:
             raise serializers.ValidationError({"password": list(error.messages)}) from None
         return attrs
+
+
+class RegisteredSerializer(serializers.Serializer):
+    """The answer to a registration: the same whether the username was free or taken."""
+
+    username = serializers.CharField()
+    detail = serializers.CharField()
 
 
 class UserSerializer(serializers.ModelSerializer):
@@ -62,7 +73,22 @@ class LoginSerializer(StrictSerializer, TokenObtainPairSerializer):
 
 
 class RefreshSerializer(StrictSerializer, TokenRefreshSerializer):
-    """``{"refresh"}``; anything else is refused."""
+    """``{"refresh"}``; anything else is refused. A refresh token dies with its user, with
+    the user's deactivation and with a change of the user's password."""
+
+    def validate(self, attrs):
+        token = self.token_class(attrs["refresh"])
+        user = get_user_model().objects.filter(**{
+            jwt_settings.USER_ID_FIELD: token.payload.get(jwt_settings.USER_ID_CLAIM)}).first()
+        # The claim is a digest of the password hash at sign-in (SIMPLE_JWT
+        # CHECK_REVOKE_TOKEN); tokens without it predate the check and are refused too.
+        if user is None or not hmac.compare_digest(
+                str(token.payload.get(jwt_settings.REVOKE_TOKEN_CLAIM, "")),
+                get_md5_hash_password(user.password)):
+            raise exceptions.AuthenticationFailed(
+                "This refresh token is no longer valid (its account's password changed or the "
+                "account is gone): sign in again.", code="password_changed")
+        return super().validate(attrs)
 
 
 class LogoutSerializer(StrictSerializer):

@@ -7,8 +7,6 @@ user is a 404, the same as one that does not exist.
 
 import hashlib
 
-from django.conf import settings
-from django.db import IntegrityError
 from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -32,6 +30,7 @@ from minds.api.serializers import (
     MindSerializer,
     MindUpdateSerializer,
     RefreshSerializer,
+    RegisteredSerializer,
     RegisterSerializer,
     TokenPairSerializer,
     UserSerializer,
@@ -44,11 +43,15 @@ from minds.services import (
     mind_create,
     mind_delete,
     mind_update,
+    registration_open,
 )
 from synapse.api import HumanOnly, SynapseAPIView
 from synapse.throttling import RateThrottle, ScopeRateThrottle
 
 REALM = 'Bearer realm="synapse"'
+# Said whether or not the username was free, so registering tells nobody who has an account.
+REGISTERED = ("Unless this username was already taken, the account now exists: sign in with "
+              "POST /auth/login. If signing in fails, choose another username.")
 ERRORS = {400: OpenApiResponse(description="Invalid input (error shape)"),
           401: OpenApiResponse(description="Missing or wrong credentials"),
           403: OpenApiResponse(description="Mind Keys cannot use human routes"),
@@ -92,22 +95,21 @@ class RegisterView(TokenRouteMixin, SynapseAPIView):
     throttle_scope = "login"
 
     @extend_schema(operation_id="auth_register", request=RegisterSerializer,
-                   responses={201: UserSerializer,
+                   responses={201: RegisteredSerializer,
                               403: OpenApiResponse(description="Registration is switched off"),
                               **TOKEN_ERRORS}, tags=["auth"])
     def post(self, request):
-        """Create an account (switched off with SYNAPSE_ALLOW_REGISTRATION=false)."""
-        if not settings.SYNAPSE["ALLOW_REGISTRATION"]:
+        """Create an account (open by default in development, closed in production; see
+        SYNAPSE_ALLOW_REGISTRATION). The answer is the same whether the username was free
+        or taken: sign in to find out."""
+        if not registration_open():
             raise exceptions.PermissionDenied("Registration is switched off on this server.",
                                               code="registration_closed")
         serializer = RegisterSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        try:
-            user = account_register(**serializer.validated_data)
-        except IntegrityError:
-            # Lost a race with a registration of the same username.
-            raise exceptions.ValidationError({"username": ["This username is taken."]}) from None
-        return Response(UserSerializer(user).data, status=status.HTTP_201_CREATED)
+        account_register(**serializer.validated_data)
+        return Response({"username": serializer.validated_data["username"],
+                         "detail": REGISTERED}, status=status.HTTP_201_CREATED)
 
 
 class LoginView(TokenRouteMixin, SynapseAPIView, TokenObtainPairView):

@@ -8,12 +8,11 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-import anyio
 import httpx
 import pytest
 
 from memories.models import Memory
-from tests.client.conftest import BIN, free_port, http_session, text_of
+from tests.client.conftest import BIN, free_port
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -46,19 +45,29 @@ def test_access_log_has_the_path_but_no_query_string(synapse_server, alice_key, 
     assert not any("private question" in line or "mk_" in line for line in lines)
 
 
-def test_mcp_accepts_the_key_as_a_query_parameter_too(synapse_server, alice_key, remember,
-                                                      caplog):
+def test_mcp_refuses_the_key_as_a_query_parameter(synapse_server, alice_key, remember,
+                                                  caplog):
+    """Every MCP message is a POST that may write: a key in its URL would reach proxy logs
+    and history, so /mcp takes it from Authorization only."""
     caplog.set_level(logging.INFO)
-    memory = remember(category="fact", key="city", content="Lives in Porto")
-
-    async def scenario():
-        async with http_session(f"{synapse_server}/mcp?key={alice_key[1]}", None) as session:
-            return await session.call_tool("recall", {"query": "where does she live"})
-
-    assert f"[{memory.id}]" in text_of(anyio.run(scenario))
-    lines = access_lines(caplog, '"POST /mcp" 200')
-    assert any('"POST /mcp" 200' in line for line in lines)
-    assert not any("where does she live" in line or "mk_" in line for line in lines)
+    remember(category="fact", key="city", content="Lives in Porto")
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    for headers in (accept, {**accept, "Authorization": f"Bearer {alice_key[1]}"}):
+        response = httpx.post(f"{synapse_server}/mcp", params={"key": alice_key[1]},
+                              json=initialize, headers=headers)
+        assert response.status_code == 401
+        assert response.json()["error"]["message"].startswith(
+            "/mcp does not accept a Mind Key in the query string (?key=)")
+        assert response.headers["WWW-Authenticate"] == 'Bearer realm="synapse"'
+    lines = access_lines(caplog, '"POST /mcp" 401')
+    assert not any("mk_" in line for line in lines)
+    # The header alone is served.
+    response = httpx.post(f"{synapse_server}/mcp", json=initialize,
+                          headers={**accept, "Authorization": f"Bearer {alice_key[1]}"})
+    assert response.status_code == 200
 
 
 def test_gunicorn_with_the_production_config_serves_mcp(alice_key, tmp_path):

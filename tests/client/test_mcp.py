@@ -264,13 +264,18 @@ def test_stdio_server_without_a_key_exits_with_a_message(synapse_server):
 @pytest.mark.parametrize("mode", ["auto", "2026-07-28", "legacy"])
 def test_clients_of_every_protocol_era_reach_the_same_tools(synapse_server, alice_key, remember,
                                                             mode):
+    import httpx2
     from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
 
     memory = remember(category="fact", key="city", content="Lives in Porto")
 
     async def scenario():
-        # mcp.Client takes a bare URL (no headers): the key goes as ?key=.
-        async with Client(f"{synapse_server}/mcp?key={alice_key[1]}", mode=mode) as client:
+        # /mcp takes the key from Authorization only: the client's transport sends it.
+        headers = {"Authorization": f"Bearer {alice_key[1]}"}
+        async with (httpx2.AsyncClient(headers=headers, timeout=60) as http,
+                    Client(streamable_http_client(f"{synapse_server}/mcp", http_client=http),
+                           mode=mode) as client):
             return await client.call_tool("get_memory", {"memory_id": memory.id})
 
     result = run(scenario)

@@ -189,6 +189,25 @@ def test_health_reports_database_embeddings_and_policy(agent):
     assert body["recall_policy"]["unverified"] == "marked"
 
 
+def test_health_reveals_no_server_versions(agent):
+    import platform
+
+    import django
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('server_version'), "
+                       "(SELECT extversion FROM pg_extension WHERE extname = 'vector')")
+        postgresql, pgvector = cursor.fetchone()
+    response = agent.get("/memory/health")
+    assert response.status_code == 200
+    text = response.content.decode()
+    for version in (postgresql, pgvector, platform.python_version(), django.get_version()):
+        assert version not in text
+    assert "postgresql" not in response.json()["database"]
+    assert response.json()["database"]["pgvector"] is True
+
+
 def test_responses_are_not_cached(agent):
     response = agent.get("/memory")
     assert response["Cache-Control"] == "no-store"

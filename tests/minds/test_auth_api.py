@@ -29,15 +29,21 @@ def login(username="alice", password=PASSWORD, client=None):
 
 # -- register -----------------------------------------------------------------------------
 
+def register(username: str, password: str = PASSWORD, **fields):
+    return APIClient().post("/auth/register", {"username": username, "password": password,
+                                               **fields}, format="json")
+
+
 def test_register_creates_a_user_who_can_log_in():
-    response = APIClient().post("/auth/register", {"username": "carol", "password": PASSWORD,
-                                                   "email": "carol@example.com"}, format="json")
+    response = register("carol", email="carol@example.com")
     assert response.status_code == 201
     body = response.json()
-    assert (body["username"], body["email"], body["is_staff"]) == (
-        "carol", "carol@example.com", False)
+    assert body["username"] == "carol" and "sign in" in body["detail"]
     assert "password" not in body
-    assert get_user_model().objects.get(username="carol").check_password(PASSWORD)
+    carol = get_user_model().objects.get(username="carol")
+    assert carol.check_password(PASSWORD)
+    assert (carol.email, carol.is_staff, carol.is_superuser) == ("carol@example.com", False,
+                                                                 False)
     assert login("carol").status_code == 200
 
 
@@ -49,11 +55,21 @@ def test_register_is_refused_when_switched_off(settings):
     assert not get_user_model().objects.filter(username="carol").exists()
 
 
-def test_register_refuses_a_taken_username_case_insensitively(alice):
-    response = APIClient().post("/auth/register", {"username": "ALICE", "password": PASSWORD},
-                                format="json")
-    error = assert_error(response, 400, "invalid")
-    assert "username" in error["fields"]
+@pytest.mark.parametrize("taken", ["alice", "ALICE"])
+def test_registering_a_taken_username_answers_like_a_free_one_and_changes_nothing(alice,
+                                                                                  taken):
+    """Registration does not tell which usernames exist (taken case-insensitively)."""
+    password_hash = alice.password
+    on_taken = register(taken, password="another strong passphrase 42")
+    on_free = register("carol", password="another strong passphrase 42")
+    assert (on_taken.status_code, on_free.status_code) == (201, 201)
+    assert (on_taken.json()["detail"], set(on_taken.json())) == (
+        on_free.json()["detail"], set(on_free.json()))
+    alice.refresh_from_db()
+    assert alice.password == password_hash
+    assert get_user_model().objects.filter(username__iexact="alice").count() == 1
+    assert login(taken, password="another strong passphrase 42").status_code == 401
+    assert login("carol", password="another strong passphrase 42").status_code == 200
 
 
 def test_register_refuses_a_weak_password():
@@ -153,6 +169,31 @@ def test_a_rotated_refresh_token_cannot_be_reused(alice):
     error = assert_error(reused, 401, "token_not_valid")
     assert "blacklisted" in error["message"].lower()
     assert reused["WWW-Authenticate"].startswith("Bearer")
+
+
+def refresh(token: str):
+    return APIClient().post("/auth/refresh", {"refresh": token}, format="json")
+
+
+def test_a_password_change_ends_every_refresh_token_issued_before_it(alice):
+    before = login().json()
+    rotated = refresh(login().json()["refresh"]).json()  # rotation keeps the claim
+    alice.set_password("a brand new passphrase 77")  # as the admin and changepassword do
+    alice.save()
+    for token in (before["refresh"], rotated["refresh"]):
+        assert_error(refresh(token), 401, "password_changed")
+    # Access tokens issued before the change stop too; signing in again works.
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {before['access']}")
+    assert client.get("/auth/me").status_code == 401
+    fresh = login(password="a brand new passphrase 77").json()
+    assert refresh(fresh["refresh"]).status_code == 200
+
+
+def test_a_refresh_token_of_a_deleted_user_is_401_not_500(alice):
+    tokens = login().json()
+    alice.delete()
+    assert_error(refresh(tokens["refresh"]), 401)
 
 
 def test_logout_blacklists_the_refresh_token(alice):

@@ -36,6 +36,53 @@ def test_query_parameter_authenticates_too(alice_key, alice_mind):
     assert response.json()["mind"]["id"] == alice_mind.id
 
 
+@pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])
+def test_a_key_in_the_query_string_is_refused_on_writes(alice_key, remember, method):
+    memory = remember(key="kept", content="Unchanged")
+    url = {"post": "/memory"}.get(method, f"/memory/{memory.id}")
+    body = {"category": "fact", "key": "new", "content": "Changed"}
+    response = getattr(APIClient(), method)(f"{url}?key={alice_key[1]}", body, format="json")
+    assert_401(response, "A Mind Key in the query string (?key=) is accepted on reads only: "
+                         "send it as Authorization: Bearer mk_….")
+    # Even beside the right header: the key must not travel in a write's URL at all.
+    both = key_client(alice_key[1])
+    assert getattr(both, method)(f"{url}?key={alice_key[1]}", body,
+                                 format="json").status_code == 401
+    memory.refresh_from_db()
+    assert (memory.content, memory.deleted_at) == ("Unchanged", None)
+    assert list(alice_key[0].mind.memories.values_list("key", flat=True)) == ["kept"]
+
+
+def test_a_key_in_the_query_string_still_reads(alice_key, remember):
+    memory = remember(content="Readable with ?key=")
+    assert APIClient().get(f"/memory/{memory.id}?key={alice_key[1]}").status_code == 200
+    assert APIClient().head(f"/memory?key={alice_key[1]}").status_code == 200
+
+
+def test_keys_stop_when_their_creator_is_deactivated(alice, alice_mind, db):
+    """A staff member's keys for someone's mind end with the staff account, like its JWTs."""
+    staff = get_user_model().objects.create_user("clerk", password="pw-12345678",
+                                                 is_staff=True)
+    _key, plaintext = key_issue(mind=alice_mind, name="by clerk", created_by=staff)
+    client = key_client(plaintext)
+    assert client.get("/memory").status_code == 200
+    staff.is_active = False
+    staff.save()
+    assert_401(client.get("/memory"), "This Mind Key belongs to a deactivated account.")
+    assert_401(APIClient().get(f"/memory?key={plaintext}"),
+               "This Mind Key belongs to a deactivated account.")
+    staff.is_active = True
+    staff.save()
+    assert client.get("/memory").status_code == 200
+
+
+def test_keys_stop_when_the_minds_owner_is_deactivated(alice, agent):
+    assert agent.get("/memory").status_code == 200
+    alice.is_active = False
+    alice.save()
+    assert_401(agent.get("/memory"), "This Mind Key belongs to a deactivated account.")
+
+
 def test_the_bearer_scheme_is_case_insensitive(alice_key):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"bearer {alice_key[1]}")

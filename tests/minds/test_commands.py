@@ -50,3 +50,27 @@ def test_demo_setup_creates_once_and_prints_a_working_key(settings, tmp_path):
     assert "exists" in second and plaintext not in second
     assert Mind.objects.count() == 1 and MindKey.objects.count() == 1
     assert (tmp_path / "demo-credentials.txt").stat().st_mode & 0o077 == 0
+
+
+def test_the_demo_user_is_staff_for_its_own_minds_not_a_superuser(settings, tmp_path, bob_mind):
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    settings.DATA_DIR = tmp_path
+    run("demo_setup")
+    demo = get_user_model().objects.get(username="demo")
+    assert (demo.is_staff, demo.is_superuser) == (True, False)
+    client = Client()
+    client.force_login(demo)
+    minds = client.get("/admin/minds/mind/")
+    assert minds.status_code == 200
+    assert "Demo Mind" in minds.content.decode() and bob_mind.id not in minds.content.decode()
+    assert client.get("/admin/auth/user/").status_code == 403
+
+
+def test_demo_setup_makes_a_superuser_only_when_asked(settings, tmp_path):
+    from django.contrib.auth import get_user_model
+
+    settings.DATA_DIR = tmp_path
+    run("demo_setup", "--superuser")
+    assert get_user_model().objects.get(username="demo").is_superuser

@@ -123,7 +123,8 @@ def session_client(user) -> APIClient:
 def credentials(victim: Tenant, same_owner: Tenant, other_user: Tenant):
     """(name, client, kind): every credential that must not reach the victim's data."""
     yield "other user's Mind Key", bearer(other_user.write_key), "foreign_key"
-    yield "other user's Mind Key in ?key=", QueryKeyClient(other_user.write_key), "foreign_key"
+    yield ("other user's Mind Key in ?key=", QueryKeyClient(other_user.write_key),
+           "foreign_query_key")
     yield "other user's read-only Mind Key", bearer(other_user.read_key), "foreign_read_key"
     yield "same owner's other mind's Mind Key", bearer(same_owner.write_key), "foreign_key"
     yield "other user's JWT", bearer(jwt_for(other_user.owner)), "foreign_human"
@@ -145,6 +146,9 @@ def expected_statuses(op: Operation, kind: str) -> set[int] | None:
         return None
     if kind == "read_only":
         return {403} if op.is_write else None
+    if kind == "foreign_query_key":
+        # ?key= is refused on every write, before whose key it is matters.
+        return {401} if op.is_write else expected_statuses(op, "foreign_key")
     if kind == "own_key":
         return {403} if op.is_human_only else None
     if kind in ("foreign_key", "foreign_read_key"):
