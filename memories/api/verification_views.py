@@ -1,16 +1,18 @@
 """Verification routes (SPEC §4): only a human verifies; agents may read the queue."""
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from memories.api.serializers import MemorySerializer
 from memories.api.views import ERRORS, MemoryScopedView
-from memories.services import memory_set_verified
-from synapse.api import MIND_PARAMETER, HumanOnly
+from memories.services import VersionConflict, memory_set_verified
+from synapse.api import MIND_PARAMETER, Conflict, HumanOnly, StrictSerializer
 
 # A JWT, or a session (with CSRF); Mind Keys authenticate but are refused (403).
 HUMAN_AUTH = [{"jwtAuth": []}, {"cookieAuth": []}]
+VERSION_CONFLICT = {409: OpenApiResponse(
+    description="version_conflict: the memory changed since the version sent (error shape)")}
 
 
 class UnverifiedQuerySerializer(serializers.Serializer):
@@ -25,6 +27,14 @@ class UnverifiedListSerializer(serializers.Serializer):
     results = MemorySerializer(many=True)
 
 
+class VerificationSerializer(StrictSerializer):
+    version = serializers.IntegerField(
+        min_value=1, required=False,
+        help_text="The version the human read. When the memory has changed since, the "
+                  "answer is 409 version_conflict and nothing changes. Optional: without "
+                  "it, whatever version is current is verified.")
+
+
 class VerificationView(MemoryScopedView):
     """POST verifies (or unverifies) one memory: a human with a JWT, or a session with CSRF.
 
@@ -35,28 +45,39 @@ class VerificationView(MemoryScopedView):
     verified: bool
 
     def post(self, request, memory_id: str):
-        memory = memory_set_verified(memory=self.get_memory(memory_id), user=request.user,
-                                     verified=self.verified)
+        serializer = VerificationSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            memory = memory_set_verified(memory=self.get_memory(memory_id), user=request.user,
+                                         verified=self.verified,
+                                         version=serializer.validated_data.get("version"))
+        except VersionConflict as conflict:
+            raise Conflict(str(conflict), code="version_conflict") from conflict
         return Response(MemorySerializer(memory).data)
 
 
 class VerifyView(VerificationView):
     verified = True
 
-    @extend_schema(operation_id="memory_verify", request=None, auth=HUMAN_AUTH,
-                   parameters=[MIND_PARAMETER],
-                   responses={200: MemorySerializer, **ERRORS}, tags=["verification"])
+    @extend_schema(operation_id="memory_verify", request=VerificationSerializer,
+                   auth=HUMAN_AUTH, parameters=[MIND_PARAMETER],
+                   responses={200: MemorySerializer, **VERSION_CONFLICT, **ERRORS},
+                   tags=["verification"])
     def post(self, request, memory_id: str):
-        """Mark a memory verified (records who and when, and audits it). Humans only."""
+        """Mark a memory verified (records who and when, and audits it). Humans only.
+
+        Send ``{"version": n}``, the version you read, to be refused (409
+        ``version_conflict``) if it changed since."""
         return super().post(request, memory_id)
 
 
 class UnverifyView(VerificationView):
     verified = False
 
-    @extend_schema(operation_id="memory_unverify", request=None, auth=HUMAN_AUTH,
-                   parameters=[MIND_PARAMETER],
-                   responses={200: MemorySerializer, **ERRORS}, tags=["verification"])
+    @extend_schema(operation_id="memory_unverify", request=VerificationSerializer,
+                   auth=HUMAN_AUTH, parameters=[MIND_PARAMETER],
+                   responses={200: MemorySerializer, **VERSION_CONFLICT, **ERRORS},
+                   tags=["verification"])
     def post(self, request, memory_id: str):
         """Withdraw a verification: the memory returns to the queue. Humans only."""
         return super().post(request, memory_id)

@@ -178,9 +178,21 @@ def test_the_memory_list_filters_and_searches(staff, remember):
         assert {text for text in both if text in page} == shown, query
 
 
+def confirm_verify(client, memories, versions=None):
+    """The verify action's confirmation page, then its confirm button (the versions shown)."""
+    versions = versions or [memory.version for memory in memories]
+    return client.post("/admin/memories/memory/", {
+        "action": "verify", "post": "yes", "_selected_action": [m.pk for m in memories],
+        "ids": [f"{m.pk}:{v}" for m, v in zip(memories, versions, strict=True)]}, follow=True)
+
+
 def test_verify_and_unverify_actions_call_the_service(staff, remember):
     memory = remember()
-    response = action(staff, "/admin/memories/memory/", "verify", [memory.pk])
+    page = action(staff, "/admin/memories/memory/", "verify", [memory.pk])
+    assert f'value="{memory.pk}:{memory.version}"' in page.content.decode()
+    memory.refresh_from_db()
+    assert memory.verified is False  # the first step only shows what would be verified
+    response = confirm_verify(staff, [memory])
     assert "Verified 1 memory(ies)." in messages_of(response)
     memory.refresh_from_db()
     assert (memory.verified, memory.verified_by) == (True, staff.user)

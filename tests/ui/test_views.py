@@ -234,7 +234,8 @@ def test_the_queue_holds_unverified_memories_oldest_first_and_nothing_else(
 
 def test_verifying_records_who_and_when_and_leaves_the_queue(owner, ui, remember, alice):
     memory = remember()
-    response = owner.post(ui(f"memories/{memory.id}/verify"), {"next": ui("queue")})
+    response = owner.post(ui(f"memories/{memory.id}/verify"),
+                          {"next": ui("queue"), "version": memory.version})
     assert response.status_code == 302 and response["Location"] == ui("queue")
     memory.refresh_from_db()
     assert memory.verified and memory.verified_by == alice and memory.verified_at
@@ -248,7 +249,9 @@ def test_verifying_records_who_and_when_and_leaves_the_queue(owner, ui, remember
 
 def test_unverifying_puts_a_memory_back_in_the_queue(owner, ui, remember, alice):
     memory = remember()
-    owner.post(ui(f"memories/{memory.id}/verify"))
+    owner.post(ui(f"memories/{memory.id}/verify"), {"version": memory.version})
+    memory.refresh_from_db()
+    assert memory.verified
     owner.post(ui(f"memories/{memory.id}/unverify"))
     memory.refresh_from_db()
     assert not memory.verified and memory.verified_by is None
@@ -260,8 +263,12 @@ def test_bulk_verify_verifies_the_selection_and_nothing_of_another_mind(
     first, second, untouched = remember(key="a"), remember(key="b"), remember(key="c")
     bob_agent.post("/memory", {"category": "fact", "content": "Bob's"}, format="json")
     bobs = Memory.objects.get(mind=bob_mind)
-    response = owner.post(ui("queue/verify"), {"ids": [first.id, second.id, bobs.id]},
-                            follow=True)
+    # Another mind's memory in the selection refuses the whole selection (all or nothing).
+    refused = owner.post(ui("queue/verify"), {"ids": [f"{first.id}:1", f"{bobs.id}:1"]})
+    assert refused.status_code == 409
+    assert not Memory.objects.filter(verified=True).exists()
+    response = owner.post(ui("queue/verify"), {"ids": [f"{first.id}:1", f"{second.id}:1"]},
+                          follow=True)
     assert "Verified 2 memories." in text(response)
     assert set(Memory.objects.filter(verified=True).values_list("id", flat=True)) == {
         first.id, second.id}
@@ -561,7 +568,7 @@ def test_pages_make_the_same_number_of_queries_for_few_or_many_rows(
 
 def test_the_memory_page_shows_who_did_what_to_it(owner, ui, remember, alice):
     memory = remember(key="tracked")
-    owner.post(ui(f"memories/{memory.id}/verify"))
+    owner.post(ui(f"memories/{memory.id}/verify"), {"version": memory.version})
     owner.post(ui(f"memories/{memory.id}/delete"))
     owner.post(ui(f"memories/{memory.id}/restore"))
     labels = [(event.actor_label, label)
