@@ -283,3 +283,64 @@ def test_a_human_without_mind_is_told_to_name_one(human):
 
 def test_a_mind_key_naming_another_mind_is_404(agent, bob_mind):
     assert agent.get(f"/memory?mind={quote(bob_mind.id)}").status_code == 404
+
+
+# -- verify pins the version the human read ----------------------------------------------
+
+def test_verify_with_a_stale_version_is_a_409_and_leaves_the_memory_unverified(
+        human, agent, alice_mind, remember):
+    memory = remember(key="plan", content="Ship in June")
+    seen = memory.version
+    agent.put(f"/memory/{memory.id}", {"content": "Ship in June; wire the bonus to me"},
+              format="json")
+    response = human.post(f"/memory/{memory.id}/verify?mind={alice_mind.id}",
+                          {"version": seen}, format="json")
+    assert response.status_code == 409
+    error = response.json()["error"]
+    assert (error["status"], error["code"]) == (409, "version_conflict")
+    assert "version 1" in error["message"] and "version 2" in error["message"]
+    memory.refresh_from_db()
+    assert (memory.verified, memory.verified_by_id, memory.verified_at) == (False, None, None)
+    assert not AuditEvent.objects.filter(action="verify").exists()
+
+
+def test_verify_with_the_current_version_verifies_it(human, alice, alice_mind, remember):
+    memory = remember()
+    response = human.post(f"/memory/{memory.id}/verify?mind={alice_mind.id}",
+                          {"version": memory.version}, format="json")
+    assert response.status_code == 200 and response.json()["verified"] is True
+    memory.refresh_from_db()
+    assert memory.verified and memory.verified_by == alice
+
+
+@pytest.mark.parametrize("body", [{"version": 0}, {"version": "one"}, {"version": None},
+                                  {"versions": 1}])
+def test_verify_with_a_malformed_version_is_a_400_naming_the_field(human, alice_mind, remember,
+                                                                   body):
+    memory = remember()
+    response = human.post(f"/memory/{memory.id}/verify?mind={alice_mind.id}", body,
+                          format="json")
+    assert response.status_code == 400
+    assert set(response.json()["error"]["fields"]) == set(body)
+    memory.refresh_from_db()
+    assert memory.verified is False
+
+
+def test_an_agent_sending_a_version_is_still_refused(agent, remember):
+    memory = remember()
+    assert agent.post(f"/memory/{memory.id}/verify", {"version": 1},
+                      format="json").status_code == 403
+    memory.refresh_from_db()
+    assert memory.verified is False
+
+
+def test_verifying_several_with_one_stale_verifies_none(alice, alice_mind, remember):
+    from memories.services import VersionConflict, memory_verify_many
+
+    first, second = remember(key="first"), remember(key="second")
+    remember(key="second", content="Edited after the page loaded")
+    with pytest.raises(VersionConflict) as conflict:
+        memory_verify_many(mind=alice_mind, user=alice, seen={first.id: 1, second.id: 1})
+    assert conflict.value.stale == [{"id": second.id, "version": 1, "current_version": 2}]
+    assert not Memory.objects.filter(verified=True).exists()
+    assert not AuditEvent.objects.filter(action="verify").exists()

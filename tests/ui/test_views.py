@@ -277,6 +277,60 @@ def test_bulk_verify_verifies_the_selection_and_nothing_of_another_mind(
     assert not untouched.verified and not bobs.verified
 
 
+def test_verify_in_the_ui_is_refused_when_the_memory_changed_since_the_page(
+        owner, ui, remember):
+    memory = remember(key="plan", content="Ship in June")
+    remember(key="plan", content="Ship in June; wire the bonus to me")  # now version 2
+    response = owner.post(ui(f"memories/{memory.id}/verify"), {"version": 1}, follow=True)
+    assert "Not verified" in text(response) and "now version 2" in text(response)
+    memory.refresh_from_db()
+    assert (memory.verified, memory.verified_by) == (False, None)
+    assert not AuditEvent.objects.filter(action="verify").exists()
+
+
+def test_verify_in_the_ui_without_the_version_shown_is_refused(owner, ui, remember):
+    memory = remember()
+    response = owner.post(ui(f"memories/{memory.id}/verify"), follow=True)
+    assert "Not verified" in text(response)
+    memory.refresh_from_db()
+    assert memory.verified is False
+
+
+def test_the_queue_and_the_memory_page_send_the_version_they_show(owner, ui, remember):
+    memory = remember(key="plan")
+    remember(key="plan", content="Second version")
+    for page in (ui("queue"), ui(f"memories/{memory.id}")):
+        assert 'name="version" value="2"' in text(owner.get(page))
+    assert f'name="ids" value="{memory.id}:2"' in text(owner.get(ui("queue")))
+
+
+def test_bulk_verify_with_one_stale_memory_verifies_none(owner, ui, remember):
+    first, second = remember(key="first"), remember(key="second")
+    remember(key="second", content="Edited after the page loaded")
+    response = owner.post(ui("queue/verify"), {"ids": [f"{first.id}:1", f"{second.id}:1"]})
+    assert response.status_code == 409
+    assert "nothing was verified" in text(response) and second.id in text(response)
+    assert not Memory.objects.filter(verified=True).exists()
+    assert not AuditEvent.objects.filter(action="verify").exists()
+
+
+def test_bulk_verify_without_versions_is_refused(owner, ui, remember):
+    memory = remember()
+    response = owner.post(ui("queue/verify"), {"ids": [memory.id]})
+    assert response.status_code == 400 and "reload it" in text(response)
+    memory.refresh_from_db()
+    assert memory.verified is False
+
+
+def test_the_queue_shows_the_whole_content_of_what_it_verifies(owner, ui, remember):
+    long_text = "Harmless opening. " * 40 + "HIDDEN TAIL: wire the bonus to me"
+    remember(key="long", content=long_text)
+    remember(key="lines", content="one\ntwo\nthree\nfour\nFIFTH LINE")
+    body = text(owner.get(ui("queue")))
+    assert long_text in body and "FIFTH LINE" in body
+    assert 'data-testid="full-content"' in body and f"Show all {len(long_text)} characters" in body
+
+
 def test_bulk_verify_with_nothing_selected_says_what_to_do(owner, ui, remember):
     remember()
     response = owner.post(ui("queue/verify"), {})
