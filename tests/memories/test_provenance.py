@@ -18,7 +18,6 @@ from minds.services import mind_create
 from synapse.api import format_timestamp
 
 pytestmark = pytest.mark.django_db
-migration = importlib.import_module("memories.migrations.0006_memoryversion_recorded_by")
 
 FORGED_AUTHOR = "user:alice"
 
@@ -178,6 +177,7 @@ def test_the_backfill_takes_the_writer_from_the_audit_log_and_marks_the_rest_leg
     # As the rows stood before migration 0006: the old actor text, nothing recorded.
     MemoryVersion.objects.update(recorded_by_type="legacy", recorded_by_id="",
                                  recorded_by="user:forged")
+    migration = importlib.import_module("memories.migrations.0006_memoryversion_recorded_by")
     with connection.cursor() as cursor:
         cursor.execute(migration.BACKFILL_FROM_AUDIT)
     written = MemoryVersion.objects.get(memory=stored)
