@@ -90,14 +90,16 @@ class MemoryAdmin(admin.ModelAdmin):
         try:
             with transaction.atomic():
                 if None in by_mind:  # gone since the page, or outside what this user sees
-                    raise VersionConflict("Some of the selected memories are gone.",
-                                          stale=[{"id": memory_id} for memory_id in by_mind[None]])
+                    raise VersionConflict("Some of the selected memories are gone.", stale=[
+                        {"id": memory_id, "version": version, "current_version": None}
+                        for memory_id, version in by_mind[None].items()])
                 for mind, mind_seen in by_mind.items():
                     memory_verify_many(mind=mind, user=request.user, seen=mind_seen)
-        except VersionConflict:
+        except VersionConflict as conflict:
             self.message_user(request, "Nothing was verified: some of the selected memories "
                                        "changed since the confirmation page showed them. "
-                                       "Select them again.", messages.ERROR)
+                                       f"Select them again. {conflict.naming_each()}",
+                              messages.ERROR)
             return None
         self.message_user(request, f"Verified {len(seen)} memory(ies).", messages.SUCCESS)
         return None

@@ -86,6 +86,14 @@ class VersionConflict(Exception):
         super().__init__(message)
         self.stale = stale
 
+    def naming_each(self) -> str:
+        """The message, naming each memory that changed (or left) and how."""
+        details = [f"{item['id']} (you saw version {item['version']}, "
+                   + (f"it is now version {item['current_version']})"
+                      if item.get("current_version") else "it is gone)")
+                   for item in self.stale]
+        return f"{self} Changed: {', '.join(details)}."
+
 
 # What an agent may say a memory came from; never ``user``.
 AGENT_WRITABLE_SOURCES = (Source.AGENT, Source.TOOL, Source.SYSTEM)

@@ -197,8 +197,7 @@ class BulkVerifyView(QueueView):
         try:
             memory_verify_many(mind=self.mind, user=request.user, seen=seen)
         except VersionConflict as conflict:
-            form.add_error("ids", f"{conflict} Changed: "
-                                  f"{', '.join(item['id'] for item in conflict.stale)}.")
+            form.add_error("ids", conflict.naming_each())
             return self.get(request, mind_id, form=form, status=409)
         verified = len(seen)
         messages.success(request, f"Verified {verified} memor{'y' if verified == 1 else 'ies'}.")

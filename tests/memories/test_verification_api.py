@@ -344,3 +344,59 @@ def test_verifying_several_with_one_stale_verifies_none(alice, alice_mind, remem
     assert conflict.value.stale == [{"id": second.id, "version": 1, "current_version": 2}]
     assert not Memory.objects.filter(verified=True).exists()
     assert not AuditEvent.objects.filter(action="verify").exists()
+
+
+# -- POST /memory/bulk-verify -----------------------------------------------------------
+
+def test_bulk_verify_verifies_each_at_the_version_read(human, alice, alice_mind, remember):
+    first, second = remember(key="first"), remember(key="second")
+    response = human.post(f"/memory/bulk-verify?mind={alice_mind.id}", {"memories": [
+        {"id": first.id, "version": 1}, {"id": second.id, "version": 1}]}, format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json() == {"count": 2, "verified": sorted([first.id, second.id])}
+    assert set(Memory.objects.filter(verified=True, verified_by=alice)
+               .values_list("id", flat=True)) == {first.id, second.id}
+
+
+def test_bulk_verify_with_one_stale_is_a_409_and_verifies_none(human, alice_mind, remember):
+    first, second = remember(key="first"), remember(key="second")
+    remember(key="second", content="Edited after it was read")
+    response = human.post(f"/memory/bulk-verify?mind={alice_mind.id}", {"memories": [
+        {"id": first.id, "version": 1}, {"id": second.id, "version": 1}]}, format="json")
+    assert response.status_code == 409
+    error = response.json()["error"]
+    assert error["code"] == "version_conflict"
+    assert f"{second.id} (you saw version 1, it is now version 2)" in error["message"]
+    assert first.id not in error["message"]
+    assert not Memory.objects.filter(verified=True).exists()
+    assert not AuditEvent.objects.filter(action="verify").exists()
+
+
+def test_bulk_verify_with_another_minds_memory_verifies_none(human, alice_mind, remember,
+                                                            bob_agent, bob_mind):
+    mine = remember()
+    bob_agent.post("/memory", {"category": "fact", "content": "Bob's"}, format="json")
+    bobs = Memory.objects.get(mind=bob_mind)
+    response = human.post(f"/memory/bulk-verify?mind={alice_mind.id}", {"memories": [
+        {"id": mine.id, "version": 1}, {"id": bobs.id, "version": 1}]}, format="json")
+    assert response.status_code == 409
+    assert f"{bobs.id} (you saw version 1, it is gone)" in response.json()["error"]["message"]
+    assert not Memory.objects.filter(verified=True).exists()
+
+
+@pytest.mark.parametrize("body", [{}, {"memories": []}, {"memories": [{"id": "mem_x"}]},
+                                  {"memories": [{"id": "mem_x", "version": 1, "extra": 1}]},
+                                  {"memories": "mem_x"}])
+def test_bulk_verify_with_a_malformed_body_is_a_400(human, alice_mind, body):
+    response = human.post(f"/memory/bulk-verify?mind={alice_mind.id}", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid"
+
+
+def test_an_agent_cannot_bulk_verify(agent, remember):
+    memory = remember()
+    response = agent.post("/memory/bulk-verify", {"memories": [
+        {"id": memory.id, "version": 1}]}, format="json")
+    assert response.status_code == 403
+    memory.refresh_from_db()
+    assert memory.verified is False
