@@ -60,7 +60,8 @@ def fill(mind, count: int, rng: random.Random) -> None:
                 versions.append(MemoryVersion(
                     memory=memory, version=version, category=memory.category, key=memory.key,
                     content=text, tags=memory.tags, priority="normal", source="agent",
-                    confidence=0.7, actor="key:bench", created_at=when))
+                    confidence=0.7, recorded_by_type="key", recorded_by="bench",
+                    created_at=when))
         Memory.objects.bulk_create(memories)
         MemoryVersion.objects.bulk_create(versions)
 

@@ -107,7 +107,8 @@ def fill(*, memories: int, minds: int, seed: int = 7) -> list[str]:
             versions += [MemoryVersion(memory=m, version=1, category=m.category, key=m.key,
                                        content=m.content, tags=m.tags, priority=m.priority,
                                        source=m.source, confidence=m.confidence,
-                                       actor="load") for m in created]
+                                       recorded_by_type="system",
+                                       recorded_by="load") for m in created]
             MemoryVersion.objects.bulk_create(versions, batch_size=2500)
             batch, versions = [], []
     loaded = time.monotonic() - started

@@ -2,11 +2,15 @@
 the audit log (read-only)."""
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.db import transaction
+from django.template.response import TemplateResponse
 from django.utils.text import Truncator
 
+from memories.forms import VerifySelectionForm
 from memories.models import AuditEvent, Memory
 from memories.recall import display_content
-from memories.services import memory_set_verified
+from memories.services import VersionConflict, memory_set_verified, memory_verify_many
 from minds.admin import OwnMindsOnly
 
 
@@ -70,7 +74,47 @@ class MemoryAdmin(OwnMindsOnly, admin.ModelAdmin):
 
     @admin.action(description="Verify selected memories", permissions=["verify"])
     def verify(self, request, queryset):
-        self._set_verified(request, queryset, verified=True)
+        """First a page with the whole content of each selected memory; its confirm button
+        verifies each at the version shown there (all or nothing)."""
+        if request.POST.get("post") != "yes":
+            return self._confirm_verify(request, queryset)
+        form = VerifySelectionForm(request.POST)
+        if not form.is_valid():
+            self.message_user(request, " ".join(form.errors["ids"]), messages.ERROR)
+            return None
+        seen = form.cleaned_data["ids"]
+        selected = {memory.id: memory.mind for memory in
+                    queryset.alive().select_related("mind").filter(pk__in=list(seen))}
+        by_mind: dict = {}
+        for memory_id, version in seen.items():
+            by_mind.setdefault(selected.get(memory_id), {})[memory_id] = version
+        try:
+            with transaction.atomic():
+                if None in by_mind:  # gone since the page, or outside what this user sees
+                    raise VersionConflict("Some of the selected memories are gone.", stale=[
+                        {"id": memory_id, "version": version, "current_version": None}
+                        for memory_id, version in by_mind[None].items()])
+                for mind, mind_seen in by_mind.items():
+                    memory_verify_many(mind=mind, user=request.user, seen=mind_seen)
+        except VersionConflict as conflict:
+            self.message_user(request, "Nothing was verified: some of the selected memories "
+                                       "changed since the confirmation page showed them. "
+                                       f"Select them again. {conflict.naming_each()}",
+                              messages.ERROR)
+            return None
+        self.message_user(request, f"Verified {len(seen)} memory(ies).", messages.SUCCESS)
+        return None
+
+    def _confirm_verify(self, request, queryset):
+        memories = list(queryset.alive().select_related("mind").order_by("mind", "id"))
+        for memory in memories:
+            memory.shown_content = display_content(memory)
+        return TemplateResponse(request, "admin/memories/memory/verify_confirmation.html", {
+            **self.admin_site.each_context(request),
+            "title": "Verify these memories?", "opts": self.model._meta,
+            "memories": memories, "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "media": self.media,
+        })
 
     @admin.action(description="Unverify selected memories", permissions=["verify"])
     def unverify(self, request, queryset):

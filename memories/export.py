@@ -50,6 +50,8 @@ def version_payload(snapshot: MemoryVersion, *, reveal: bool) -> dict:
                "priority": snapshot.priority, "source": snapshot.source,
                "confidence": snapshot.confidence,
                "expires_at": format_timestamp(snapshot.expires_at), "actor": snapshot.actor,
+               "recorded_by": snapshot.recorded_by_payload,
+               "claimed_source": snapshot.claimed_source, "claimed_actor": snapshot.claimed_actor,
                "created_at": format_timestamp(snapshot.created_at)}
     if snapshot.category == Category.CREDENTIALS and not reveal:
         payload["content_redacted"] = True
@@ -264,6 +266,15 @@ class _Reader:
                 "expires_at": self.timestamp("expires_at")}
 
 
+    def claims(self) -> dict:
+        """What an earlier restore recorded as claimed (optional; blank when absent)."""
+        actor = self.get("claimed_actor", "")
+        if actor:
+            actor = self.line("claimed_actor", max_length=200)
+        return {"claimed_source": self.choice("claimed_source", [*Source.values, ""], ""),
+                "claimed_actor": actor}
+
+
 def parse_backup(data) -> Backup:
     """Read and check a JSON export. Raises BackupInvalid naming the faulty field."""
     top = _Reader(data, "export")
@@ -298,6 +309,7 @@ def parse_backup(data) -> Backup:
             snapshot = _Reader(raw_version, f"{reader.path}.versions[{number}]")
             versions.append({"version": snapshot.integer("version"), **snapshot.fields(),
                              "actor": snapshot.line("actor", max_length=200),
+                             **snapshot.claims(),
                              "created_at": snapshot.timestamp("created_at", required=True)})
         item["versions"] = versions
         memories.append(item)

@@ -76,25 +76,41 @@ class MemoryForm(forms.Form):
         return content
 
 
-class MemoryIdsField(forms.Field):
-    """A list of memory ids from checkboxes named alike."""
+class SeenVersionsField(forms.Field):
+    """Checkboxes named alike, each ``<memory id>:<version shown>``: id → version."""
 
     widget = forms.MultipleHiddenInput
-    default_error_messages = {"required": "Select at least one memory first."}
+    default_error_messages = {
+        "required": "Select at least one memory first.",
+        "invalid": "This page is out of date (a selection without the version it showed); "
+                   "reload it and select again.",
+    }
 
-    def to_python(self, value) -> list[str]:
-        return [item for item in (value or []) if isinstance(item, str) and item]
+    def to_python(self, value) -> dict[str, int]:
+        seen: dict[str, int] = {}
+        for item in value or []:
+            memory_id, _, version = item.partition(":") if isinstance(item, str) else ("", "", "")
+            if not memory_id or not version.isdigit() or not 0 < int(version) < 2**31:
+                raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+            seen[memory_id] = int(version)
+        return seen
 
-    def validate(self, value: list[str]) -> None:
+    def validate(self, value: dict[str, int]) -> None:
         super().validate(value)
         if len(value) > 1000:
             raise forms.ValidationError("Select at most 1000 memories at once.")
 
 
-class SelectionForm(forms.Form):
-    """A checkbox selection of memories (bulk verify); the view scopes ids to the mind."""
+class VerifySelectionForm(forms.Form):
+    """A checkbox selection to verify; the service scopes ids to the mind."""
 
-    ids = MemoryIdsField()
+    ids = SeenVersionsField()
+
+
+class VersionForm(forms.Form):
+    """The version a page showed (verify pins it)."""
+
+    version = forms.IntegerField(min_value=1, max_value=2**31 - 1)
 
 
 class RevertForm(forms.Form):

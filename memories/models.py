@@ -205,7 +205,16 @@ class MemoryVersion(models.Model):
     source = models.CharField(max_length=10, choices=Source.choices)
     confidence = models.FloatField()
     expires_at = models.DateTimeField(null=True, blank=True)
-    actor = models.CharField(max_length=200)
+    # Who wrote this version on this instance, from the credentials of the writing request
+    # (never from a body): "key" (Mind Key id and name), "user", "system", or "legacy" for
+    # versions written before this was recorded (label copied from the old actor text).
+    recorded_by_type = models.CharField(max_length=10)
+    recorded_by_id = models.CharField(max_length=64, blank=True)
+    recorded_by = models.CharField(max_length=200)
+    # What a restored backup said about this version (its source and author): data shown
+    # as a claim, never trusted. Blank for versions written here.
+    claimed_source = models.CharField(max_length=10, blank=True)
+    claimed_actor = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -227,6 +236,26 @@ class MemoryVersion(models.Model):
     def plaintext_content(self) -> str:
         """The snapshot's content in plaintext (see Memory.plaintext_content)."""
         return open_content(self.category, self.content)
+
+    @property
+    def recorded_by_payload(self) -> dict:
+        """The trusted writer as the API and exports show it."""
+        return {"type": self.recorded_by_type, "id": self.recorded_by_id,
+                "label": self.recorded_by}
+
+    @property
+    def actor(self) -> str:
+        """The writer as ``type:label`` (the pre-``recorded_by`` field, kept for clients)."""
+        if self.recorded_by_type == "legacy":
+            return self.recorded_by
+        return f"{self.recorded_by_type}:{self.recorded_by}"
+
+    @property
+    def claimed(self) -> dict | None:
+        """What a restored backup claimed about this version, or None."""
+        if not (self.claimed_source or self.claimed_actor):
+            return None
+        return {"source": self.claimed_source, "actor": self.claimed_actor}
 
 
 class AuditEvent(models.Model):

@@ -91,22 +91,48 @@ def derive_key(content: str, category: str | None = None) -> str:
     return f"{stem}_{digest}"
 
 
+class VersionConflict(Exception):
+    """The memory changed since the version the caller saw (``stale`` lists which)."""
+
+    def __init__(self, message: str, stale: list[dict]):
+        super().__init__(message)
+        self.stale = stale
+
+    def naming_each(self) -> str:
+        """The message, naming each memory that changed (or left) and how."""
+        details = [f"{item['id']} (you saw version {item['version']}, "
+                   + (f"it is now version {item['current_version']})"
+                      if item.get("current_version") else "it is gone)")
+                   for item in self.stale]
+        return f"{self} Changed: {', '.join(details)}."
+
+
+# What an agent may say a memory came from; never ``user``.
+AGENT_WRITABLE_SOURCES = (Source.AGENT, Source.TOOL, Source.SYSTEM)
+
+
+def agent_source(source: str | None) -> str:
+    """The source an agent may give a memory: never ``user``, whatever it sends or copies."""
+    return source if source in AGENT_WRITABLE_SOURCES else Source.AGENT
+
+
 def _provenance(actor, source: str | None) -> dict:
     """``source``/``verified`` from who writes: humans write verified user memories."""
     if is_agent(actor):
-        return {"source": source or Source.AGENT, "verified": False}
+        return {"source": agent_source(source), "verified": False}
     return {"source": Source.USER, "verified": True}
 
 
-def _actor_label(actor) -> str:
-    actor_type, _, label = describe_actor(actor)
-    return f"{actor_type}:{label}"
+def recorded_by(actor) -> dict:
+    """The trusted writer of a version, from the credentials (never from a body)."""
+    actor_type, actor_id, label = describe_actor(actor)
+    return {"recorded_by_type": actor_type, "recorded_by_id": actor_id, "recorded_by": label}
 
 
-def _snapshot(memory: Memory, actor) -> None:
+def _snapshot(memory: Memory, actor, claimed_source: str = "") -> None:
     MemoryVersion.objects.create(
-        memory=memory, version=memory.version, actor=_actor_label(actor),
-        created_at=memory.updated_at,
+        memory=memory, version=memory.version, created_at=memory.updated_at,
+        claimed_source=claimed_source, **recorded_by(actor),
         **{name: getattr(memory, name) for name in VERSIONED_FIELDS})
 
 
@@ -299,28 +325,72 @@ def memory_revert(*, memory: Memory, actor, version: int) -> Memory:
         changes = {name: getattr(snapshot, name) for name in VERSIONED_FIELDS
                    if name != "source"}
         changes["content"] = snapshot.plaintext_content()
+        # An agent reverting to a human's version writes it as an agent (never source=user,
+        # never verified): the version's source is copied only when an agent may claim it.
         provenance = _provenance(actor, snapshot.source if is_agent(actor) else None)
         reverted, _changed = _apply(memory=locked, actor=actor, changes=changes,
                                     provenance=provenance, action="revert")
         return reverted
 
 
-def memory_set_verified(*, memory: Memory, user, verified: bool) -> Memory:
+def memory_set_verified(*, memory: Memory, user, verified: bool,
+                        version: int | None = None) -> Memory:
     """Verify or unverify a memory. Humans only: callers must have checked that ``user``
-    is a human (API: HumanOnly permission); agents are refused here too."""
+    is a human (API: HumanOnly permission); agents are refused here too.
+
+    ``version`` pins what the human saw: when the memory has another version now (an
+    edit since the page loaded), VersionConflict is raised and nothing changes."""
     if is_agent(user) or user is None:
         raise PermissionError("Only a human may verify or unverify a memory.")
     with transaction.atomic():
         locked = Memory.objects.select_for_update().select_related("mind").get(pk=memory.pk)
-        if locked.verified == verified:
-            return locked
-        locked.verified = verified
-        locked.verified_by = user if verified else None
-        locked.verified_at = timezone.now() if verified else None
-        locked.save(update_fields=["verified", "verified_by", "verified_at"])
-        record_event(mind=locked.mind, actor=user, action="verify" if verified else "unverify",
-                     memory_id=locked.id, details={"version": locked.version})
+        if version is not None and locked.version != version:
+            raise VersionConflict(
+                f"Memory {locked.id} changed since you saw it (you saw version {version}, "
+                f"it is now version {locked.version}); read it again before verifying.",
+                stale=[_stale(locked.id, seen=version, current=locked.version)])
+        _set_verified(locked, user=user, verified=verified)
         return locked
+
+
+def _stale(memory_id: str, *, seen: int, current: int | None) -> dict:
+    return {"id": memory_id, "version": seen, "current_version": current}
+
+
+def _set_verified(locked: Memory, *, user, verified: bool) -> None:
+    if locked.verified == verified:
+        return
+    locked.verified = verified
+    locked.verified_by = user if verified else None
+    locked.verified_at = timezone.now() if verified else None
+    locked.save(update_fields=["verified", "verified_by", "verified_at"])
+    record_event(mind=locked.mind, actor=user, action="verify" if verified else "unverify",
+                 memory_id=locked.id, details={"version": locked.version})
+
+
+def memory_verify_many(*, mind: Mind, user, seen: dict[str, int]) -> list[Memory]:
+    """Verify several memories of ``mind``, each at the version the human saw
+    (``seen``: id → version). All or nothing: when any of them is gone (deleted, of
+    another mind) or has another version now, VersionConflict lists every such one and
+    none is verified. Already verified memories at the seen version stay as they are."""
+    if is_agent(user) or user is None:
+        raise PermissionError("Only a human may verify or unverify a memory.")
+    with transaction.atomic():
+        locked = {memory.id: memory for memory in
+                  Memory.objects.select_for_update().select_related("mind").for_mind(mind)
+                  .alive().filter(pk__in=list(seen)).order_by("id")}
+        stale = [_stale(memory_id, seen=version,
+                        current=locked[memory_id].version if memory_id in locked else None)
+                 for memory_id, version in seen.items()
+                 if memory_id not in locked or locked[memory_id].version != version]
+        if stale:
+            raise VersionConflict(
+                f"{len(stale)} of the {len(seen)} selected memories changed or left since "
+                "you saw them; nothing was verified. Reload and check them again.",
+                stale=stale)
+        for memory in locked.values():
+            _set_verified(memory, user=user, verified=True)
+        return list(locked.values())
 
 
 # -- Lifecycle: sync, import, bulk delete, purge -------------------------------------------
@@ -446,9 +516,7 @@ def _newest_deletion(mind: Mind, change: sync.Change) -> tuple | None:
 
 def _synced_provenance(actor, change: sync.Change) -> dict:
     if is_agent(actor):
-        source = change.source if change.source in (Source.AGENT, Source.TOOL,
-                                                     Source.SYSTEM) else Source.AGENT
-        return {"source": source, "verified": False}
+        return {"source": agent_source(change.source), "verified": False}
     return {"source": change.source or Source.USER, "verified": change.verified}
 
 
@@ -481,7 +549,8 @@ def _write_synced(*, mind: Mind, actor, change: sync.Change, target: Memory | No
     memory.deleted_at = None
     _mark_for_embedding(memory)
     memory.save(force_insert=insert)
-    _snapshot(memory, actor)
+    # The sender's word for the source is kept on the version as a claim, never trusted.
+    _snapshot(memory, actor, claimed_source=change.source or "")
     return memory
 
 
@@ -581,13 +650,12 @@ def _restore_backup(*, mind: Mind, actor, backup: "Backup") -> dict:
         taken.update(MemoryTombstone.objects.filter(pk__in=chunk).values_list("pk", flat=True))
     new_id = {old: new_memory_id() if old in taken else old for old in wanted}
     agent = is_agent(actor)
+    writer = recorded_by(actor)
     versions_restored = 0
     for chunk in _chunks(memories, 1000):
         rows, versions = [], []
         for item in chunk:
-            source = item["source"]
-            if agent and source == Source.USER:
-                source = Source.AGENT
+            source = agent_source(item["source"]) if agent else item["source"]
             verified = item["verified"] and not agent
             rows.append(Memory(
                 id=new_id[item["id"]], mind=mind, category=item["category"], key=item["key"],
@@ -604,9 +672,13 @@ def _restore_backup(*, mind: Mind, actor, backup: "Backup") -> dict:
                 memory_id=new_id[item["id"]], version=snapshot["version"],
                 category=snapshot["category"], key=snapshot["key"],
                 content=seal_content(snapshot["category"], snapshot["content"]),
-                tags=snapshot["tags"], priority=snapshot["priority"], source=snapshot["source"],
+                tags=snapshot["tags"], priority=snapshot["priority"],
+                source=agent_source(snapshot["source"]) if agent else snapshot["source"],
                 confidence=snapshot["confidence"], expires_at=snapshot["expires_at"],
-                actor=snapshot["actor"], created_at=snapshot["created_at"])
+                created_at=snapshot["created_at"], **writer,
+                # What the backup says about the version is kept as a claim, shown as such.
+                claimed_source=snapshot["claimed_source"] or snapshot["source"],
+                claimed_actor=snapshot["claimed_actor"] or snapshot["actor"])
                 for snapshot in item["versions"] if not snapshot["content_redacted"]]
         Memory.objects.bulk_create(rows)
         MemoryVersion.objects.bulk_create(versions)

@@ -19,7 +19,13 @@ from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from memories.crypto import CredentialsUnreadable
-from memories.forms import MemoryFilterForm, MemoryForm, RevertForm, SelectionForm
+from memories.forms import (
+    MemoryFilterForm,
+    MemoryForm,
+    RevertForm,
+    VerifySelectionForm,
+    VersionForm,
+)
 from memories.models import (
     VERSIONED_FIELDS,
     AuditEvent,
@@ -33,17 +39,22 @@ from memories.recall import display_content
 from memories.search import QuerySyntaxError, parse_query, search_query
 from memories.services import (
     MemoryConflict,
+    VersionConflict,
     memory_delete,
     memory_restore,
     memory_revert,
     memory_set_verified,
     memory_store,
     memory_update,
+    memory_verify_many,
 )
 from minds.views import MindView
 
 PAGE_SIZE = 25
 QUEUE_PAGE_SIZE = 50
+# A card shows this much of a memory (400 characters, 4 lines); longer ones unfold.
+SHOWN_CHARACTERS = 400
+SHOWN_LINES = 4
 RECENTLY_VERIFIED = timedelta(hours=24)
 
 
@@ -58,6 +69,9 @@ def listed(memories) -> list[Memory]:
     for memory in rows:
         shown = display_content(memory)
         memory.shown_content = shown if shown == memory.content else REDACTED_IN_UI
+        # More than a card shows at once: the queue puts the whole text behind <details>.
+        memory.shown_long = (len(memory.shown_content) > SHOWN_CHARACTERS
+                             or memory.shown_content.count("\n") >= SHOWN_LINES)
     return rows
 
 
@@ -158,7 +172,7 @@ class QueueView(MemoryPageView):
 
     tab = "queue"
 
-    def get(self, request, mind_id, form=None):
+    def get(self, request, mind_id, form=None, status: int = 400):
         pending = (self.memories().in_recall().filter(verified=False)
                    .order_by("created_at", "id"))
         page = Paginator(pending, QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
@@ -169,20 +183,23 @@ class QueueView(MemoryPageView):
             .exclude(source=Source.USER).order_by("-verified_at")[:5])
         return self.render("memories/queue.html", {
             "page": page, "form": form, "recently_verified": listed(recent),
-        }, status=400 if form is not None else 200)
+        }, status=status if form is not None else 200)
 
 
 class BulkVerifyView(QueueView):
+    """Verify a selection, each memory at the version the page showed; all or nothing."""
+
     def post(self, request, mind_id):
-        form = SelectionForm(request.POST)
+        form = VerifySelectionForm(request.POST)
         if not form.is_valid():
             return self.get(request, mind_id, form=form)
-        selected = self.memories().alive().filter(pk__in=form.cleaned_data["ids"],
-                                                  verified=False)
-        verified = 0
-        for memory in selected:
-            memory_set_verified(memory=memory, user=request.user, verified=True)
-            verified += 1
+        seen = form.cleaned_data["ids"]
+        try:
+            memory_verify_many(mind=self.mind, user=request.user, seen=seen)
+        except VersionConflict as conflict:
+            form.add_error("ids", conflict.naming_each())
+            return self.get(request, mind_id, form=form, status=409)
+        verified = len(seen)
         messages.success(request, f"Verified {verified} memor{'y' if verified == 1 else 'ies'}.")
         return self.back(reverse("ui:queue", kwargs={"mind_id": self.mind.id}))
 
@@ -376,10 +393,11 @@ class MemoryActionView(MemoryPageView):
         memory = self.get_memory(memory_id)
         here = reverse("ui:memory", kwargs={"mind_id": self.mind.id, "memory_id": memory.id})
         label = f"{memory.category}/{memory.key}"
-        if action in ("verify", "unverify"):
-            memory_set_verified(memory=memory, user=request.user, verified=action == "verify")
-            messages.success(request, f"{'Verified' if action == 'verify' else 'Unverified'} "
-                                      f"{label}.")
+        if action == "verify":
+            return self._verify(memory, label, here)
+        if action == "unverify":
+            memory_set_verified(memory=memory, user=request.user, verified=False)
+            messages.success(request, f"Unverified {label}.")
         elif action == "delete":
             memory_delete(memory=memory, actor=request.user)
             messages.success(request, f"Moved {label} to the trash.")
@@ -408,6 +426,23 @@ class MemoryActionView(MemoryPageView):
                            reverse("ui:memory", kwargs={"mind_id": self.mind.id,
                                                         "memory_id": taken.id}),
                            f"{taken.category}/{taken.key}")
+
+    def _verify(self, memory: Memory, label: str, here: str):
+        # The page sends the version it showed; an edit since then is not verified blind.
+        form = VersionForm(self.request.POST)
+        if not form.is_valid():
+            messages.error(self.request, f"Not verified: reload {label} and verify the "
+                                         "version you read.", extra_tags="conflict")
+            return self.back(here)
+        try:
+            memory_set_verified(memory=memory, user=self.request.user, verified=True,
+                                version=form.cleaned_data["version"])
+        except VersionConflict as conflict:
+            messages.error(self.request, f"Not verified: {conflict}", extra_tags="conflict")
+            return self.back(here)
+        messages.success(self.request, f"Verified {label} (version "
+                                       f"{form.cleaned_data['version']}).")
+        return self.back(here)
 
     def _revert(self, memory: Memory, here: str):
         form = RevertForm(self.request.POST)

@@ -26,7 +26,13 @@ from memories.api.serializers import (
 )
 from memories.api.views import ERRORS, MemoryScopedView
 from memories.embeddings import embedding_status
-from memories.export import BackupInvalid, export_csv, export_json, parse_backup
+from memories.export import (
+    BackupInvalid,
+    export_csv,
+    export_json,
+    parse_backup,
+    version_payload,
+)
 from memories.models import AuditEvent, Category, MemoryTombstone, MemoryVersion, Priority, Source
 from memories.services import (
     ImportRejected,
@@ -38,7 +44,7 @@ from memories.services import (
     mind_import,
     normalize_tags,
 )
-from memories.sync import Change, Since, diff, output_content, parse_since
+from memories.sync import Change, Since, diff, parse_since
 from minds.authentication import is_agent
 from synapse.api import (
     MIND_PARAMETER,
@@ -97,7 +103,14 @@ class VersionSerializer(serializers.Serializer):
     source = serializers.CharField()
     confidence = serializers.FloatField()
     expires_at = serializers.DateTimeField(allow_null=True)
-    actor = serializers.CharField()
+    actor = serializers.CharField(help_text="recorded_by as type:label (older clients read it).")
+    recorded_by = serializers.DictField(
+        help_text="Who wrote this version here, from the request's credentials: "
+                  "{type: key|user|system|legacy, id, label}.")
+    claimed_source = serializers.CharField(
+        help_text="The source a restored backup or a sync claimed for it; blank otherwise.")
+    claimed_actor = serializers.CharField(
+        help_text="The author a restored backup claimed for it (never trusted); blank otherwise.")
     created_at = serializers.DateTimeField()
 
 
@@ -112,18 +125,14 @@ class MemoryVersionsView(MemoryScopedView):
                    responses={200: VersionListSerializer, **ERRORS}, tags=["lifecycle"])
     def get(self, request, memory_id: str):
         """Every version of a memory (in the trash too), oldest first, with its content,
-        fields, actor and time. The owning mind reads credentials here as with GET."""
+        fields, who recorded it (and what a backup claimed) and time. The owning mind reads
+        credentials here as with GET."""
         memory = self.memories().filter(pk=memory_id).first()
         if memory is None:
             raise exceptions.NotFound("No such memory.")
         versions = MemoryVersion.objects.filter(memory=memory).order_by("version")
         return Response({"id": memory.id, "current_version": memory.version, "versions": [
-            {"version": snapshot.version, "category": snapshot.category, "key": snapshot.key,
-             "content": output_content(snapshot, reveal=True), "tags": snapshot.tags,
-             "priority": snapshot.priority, "source": snapshot.source,
-             "confidence": snapshot.confidence,
-             "expires_at": format_timestamp(snapshot.expires_at), "actor": snapshot.actor,
-             "created_at": format_timestamp(snapshot.created_at)} for snapshot in versions]})
+            version_payload(snapshot, reveal=True) for snapshot in versions]})
 
 
 class RevertSerializer(StrictSerializer):
@@ -494,6 +503,7 @@ class AuditEventSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     action = serializers.CharField()
     actor = serializers.DictField()
+    recorded_by = serializers.DictField()
     memory_id = serializers.CharField()
     details = serializers.DictField()
     created_at = serializers.DateTimeField()
@@ -526,6 +536,9 @@ class AuditView(MemoryScopedView):
                              "id": event.id, "action": event.action,
                              "actor": {"type": event.actor_type, "id": event.actor_id,
                                        "label": event.actor_label},
+                             # The same credentials-derived writer, named as on versions.
+                             "recorded_by": {"type": event.actor_type, "id": event.actor_id,
+                                             "label": event.actor_label},
                              "memory_id": event.memory_id, "details": event.details,
                              "created_at": format_timestamp(event.created_at)}
                              for event in events[offset:offset + limit]]})

@@ -44,6 +44,8 @@ urlpatterns = [
     # Verification (memories.api.verification_views)
     path("memory/unverified", verification_views.UnverifiedView.as_view(),
          name="memory-unverified"),
+    path("memory/bulk-verify", verification_views.BulkVerifyView.as_view(),
+         name="memory-bulk-verify"),
     path("memory/<memory_id:memory_id>/verify", verification_views.VerifyView.as_view(),
          name="memory-verify"),
     path("memory/<memory_id:memory_id>/unverify", verification_views.UnverifyView.as_view(),

@@ -59,11 +59,21 @@ def export_document(client, mind, **params) -> dict:
     return json.loads(b"".join(response.streaming_content))
 
 
+def claimed_history(version: dict) -> dict:
+    """A version as history tells it: who wrote it, as first recorded (a restore records
+    the importer in ``recorded_by`` and keeps the exported author as ``claimed_actor``)."""
+    kept = {k: v for k, v in version.items()
+            if k not in ("actor", "recorded_by", "claimed_actor", "claimed_source")}
+    return {**kept, "author": version["claimed_actor"] or version["actor"],
+            "source": version["claimed_source"] or version["source"]}
+
+
 def comparable(document: dict) -> dict:
     """Everything that must survive a round trip; ids replaced by what they point at."""
     names = {m["id"]: (m["category"], m["key"], m["deleted_at"]) for m in document["memories"]}
     memories = sorted(({**m, "id": names[m["id"]],
-                        "superseded_by": names.get(m["superseded_by"])}
+                        "superseded_by": names.get(m["superseded_by"]),
+                        "versions": [claimed_history(v) for v in m["versions"]]}
                        for m in document["memories"]), key=lambda m: m["id"])
     tombstones = sorted(({k: v for k, v in t.items() if k != "id"}
                          for t in document["tombstones"]), key=lambda t: t["key"])
@@ -84,6 +94,9 @@ def test_round_trip_into_another_empty_mind_keeps_every_field(rich_mind, human, 
     assert comparable(restored) == comparable(original)
     assert {m["id"] for m in restored["memories"]}.isdisjoint(
         {m["id"] for m in original["memories"]})
+    restored_versions = [v for m in restored["memories"] for v in m["versions"]]
+    assert {(v["recorded_by"]["type"], v["recorded_by"]["id"]) for v in restored_versions} == {
+        ("user", str(alice.pk))}
 
 
 def test_restore_keeps_ids_when_they_are_free(rich_mind, human, alice):
@@ -95,6 +108,8 @@ def test_restore_keeps_ids_when_they_are_free(rich_mind, human, alice):
     restored = export_document(human, copy, include_credentials="true")
     for document in (original, restored):
         document.pop("exported_at"), document.pop("mind")
+        for memory in document["memories"]:
+            memory["versions"] = [claimed_history(v) for v in memory["versions"]]
     assert restored == original
 
 

@@ -283,3 +283,120 @@ def test_a_human_without_mind_is_told_to_name_one(human):
 
 def test_a_mind_key_naming_another_mind_is_404(agent, bob_mind):
     assert agent.get(f"/memory?mind={quote(bob_mind.id)}").status_code == 404
+
+
+# -- verify pins the version the human read ----------------------------------------------
+
+def test_verify_with_a_stale_version_is_a_409_and_leaves_the_memory_unverified(
+        human, agent, alice_mind, remember):
+    memory = remember(key="plan", content="Ship in June")
+    seen = memory.version
+    agent.put(f"/memory/{memory.id}", {"content": "Ship in June; wire the bonus to me"},
+              format="json")
+    response = human.post(f"/memory/{memory.id}/verify?mind={alice_mind.id}",
+                          {"version": seen}, format="json")
+    assert response.status_code == 409
+    error = response.json()["error"]
+    assert (error["status"], error["code"]) == (409, "version_conflict")
+    assert "version 1" in error["message"] and "version 2" in error["message"]
+    memory.refresh_from_db()
+    assert (memory.verified, memory.verified_by_id, memory.verified_at) == (False, None, None)
+    assert not AuditEvent.objects.filter(action="verify").exists()
+
+
+def test_verify_with_the_current_version_verifies_it(human, alice, alice_mind, remember):
+    memory = remember()
+    response = human.post(f"/memory/{memory.id}/verify?mind={alice_mind.id}",
+                          {"version": memory.version}, format="json")
+    assert response.status_code == 200 and response.json()["verified"] is True
+    memory.refresh_from_db()
+    assert memory.verified and memory.verified_by == alice
+
+
+@pytest.mark.parametrize("body", [{"version": 0}, {"version": "one"}, {"version": None},
+                                  {"versions": 1}])
+def test_verify_with_a_malformed_version_is_a_400_naming_the_field(human, alice_mind, remember,
+                                                                   body):
+    memory = remember()
+    response = human.post(f"/memory/{memory.id}/verify?mind={alice_mind.id}", body,
+                          format="json")
+    assert response.status_code == 400
+    assert set(response.json()["error"]["fields"]) == set(body)
+    memory.refresh_from_db()
+    assert memory.verified is False
+
+
+def test_an_agent_sending_a_version_is_still_refused(agent, remember):
+    memory = remember()
+    assert agent.post(f"/memory/{memory.id}/verify", {"version": 1},
+                      format="json").status_code == 403
+    memory.refresh_from_db()
+    assert memory.verified is False
+
+
+def test_verifying_several_with_one_stale_verifies_none(alice, alice_mind, remember):
+    from memories.services import VersionConflict, memory_verify_many
+
+    first, second = remember(key="first"), remember(key="second")
+    remember(key="second", content="Edited after the page loaded")
+    with pytest.raises(VersionConflict) as conflict:
+        memory_verify_many(mind=alice_mind, user=alice, seen={first.id: 1, second.id: 1})
+    assert conflict.value.stale == [{"id": second.id, "version": 1, "current_version": 2}]
+    assert not Memory.objects.filter(verified=True).exists()
+    assert not AuditEvent.objects.filter(action="verify").exists()
+
+
+# -- POST /memory/bulk-verify -----------------------------------------------------------
+
+def test_bulk_verify_verifies_each_at_the_version_read(human, alice, alice_mind, remember):
+    first, second = remember(key="first"), remember(key="second")
+    response = human.post(f"/memory/bulk-verify?mind={alice_mind.id}", {"memories": [
+        {"id": first.id, "version": 1}, {"id": second.id, "version": 1}]}, format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json() == {"count": 2, "verified": sorted([first.id, second.id])}
+    assert set(Memory.objects.filter(verified=True, verified_by=alice)
+               .values_list("id", flat=True)) == {first.id, second.id}
+
+
+def test_bulk_verify_with_one_stale_is_a_409_and_verifies_none(human, alice_mind, remember):
+    first, second = remember(key="first"), remember(key="second")
+    remember(key="second", content="Edited after it was read")
+    response = human.post(f"/memory/bulk-verify?mind={alice_mind.id}", {"memories": [
+        {"id": first.id, "version": 1}, {"id": second.id, "version": 1}]}, format="json")
+    assert response.status_code == 409
+    error = response.json()["error"]
+    assert error["code"] == "version_conflict"
+    assert f"{second.id} (you saw version 1, it is now version 2)" in error["message"]
+    assert first.id not in error["message"]
+    assert not Memory.objects.filter(verified=True).exists()
+    assert not AuditEvent.objects.filter(action="verify").exists()
+
+
+def test_bulk_verify_with_another_minds_memory_verifies_none(human, alice_mind, remember,
+                                                            bob_agent, bob_mind):
+    mine = remember()
+    bob_agent.post("/memory", {"category": "fact", "content": "Bob's"}, format="json")
+    bobs = Memory.objects.get(mind=bob_mind)
+    response = human.post(f"/memory/bulk-verify?mind={alice_mind.id}", {"memories": [
+        {"id": mine.id, "version": 1}, {"id": bobs.id, "version": 1}]}, format="json")
+    assert response.status_code == 409
+    assert f"{bobs.id} (you saw version 1, it is gone)" in response.json()["error"]["message"]
+    assert not Memory.objects.filter(verified=True).exists()
+
+
+@pytest.mark.parametrize("body", [{}, {"memories": []}, {"memories": [{"id": "mem_x"}]},
+                                  {"memories": [{"id": "mem_x", "version": 1, "extra": 1}]},
+                                  {"memories": "mem_x"}])
+def test_bulk_verify_with_a_malformed_body_is_a_400(human, alice_mind, body):
+    response = human.post(f"/memory/bulk-verify?mind={alice_mind.id}", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid"
+
+
+def test_an_agent_cannot_bulk_verify(agent, remember):
+    memory = remember()
+    response = agent.post("/memory/bulk-verify", {"memories": [
+        {"id": memory.id, "version": 1}]}, format="json")
+    assert response.status_code == 403
+    memory.refresh_from_db()
+    assert memory.verified is False

@@ -178,9 +178,21 @@ def test_the_memory_list_filters_and_searches(staff, remember):
         assert {text for text in both if text in page} == shown, query
 
 
+def confirm_verify(client, memories, versions=None):
+    """The verify action's confirmation page, then its confirm button (the versions shown)."""
+    versions = versions or [memory.version for memory in memories]
+    return client.post("/admin/memories/memory/", {
+        "action": "verify", "post": "yes", "_selected_action": [m.pk for m in memories],
+        "ids": [f"{m.pk}:{v}" for m, v in zip(memories, versions, strict=True)]}, follow=True)
+
+
 def test_verify_and_unverify_actions_call_the_service(staff, remember):
     memory = remember()
-    response = action(staff, "/admin/memories/memory/", "verify", [memory.pk])
+    page = action(staff, "/admin/memories/memory/", "verify", [memory.pk])
+    assert f'value="{memory.pk}:{memory.version}"' in page.content.decode()
+    memory.refresh_from_db()
+    assert memory.verified is False  # the first step only shows what would be verified
+    response = confirm_verify(staff, [memory])
     assert "Verified 1 memory(ies)." in messages_of(response)
     memory.refresh_from_db()
     assert (memory.verified, memory.verified_by) == (True, staff.user)
@@ -189,6 +201,28 @@ def test_verify_and_unverify_actions_call_the_service(staff, remember):
     assert (memory.verified, memory.verified_by) == (False, None)
     assert list(AuditEvent.objects.filter(memory_id=memory.pk, actor_type="user")
                 .order_by("id").values_list("action", flat=True)) == ["verify", "unverify"]
+
+
+def test_the_verify_action_shows_the_whole_content_and_refuses_a_stale_selection(
+        staff, remember):
+    long_text = "Harmless opening. " * 40 + "HIDDEN TAIL: wire the bonus to me"
+    first, second = remember(key="first"), remember(key="long", content=long_text)
+    page = action(staff, "/admin/memories/memory/", "verify", [first.pk, second.pk])
+    assert long_text in page.content.decode()
+    remember(key="long", content="Edited after the confirmation page")  # now version 2
+    response = confirm_verify(staff, [first, second], versions=[1, 1])
+    assert any("Nothing was verified" in message for message in messages_of(response))
+    assert not Memory.objects.filter(verified=True).exists()
+    assert not AuditEvent.objects.filter(action="verify").exists()
+
+
+def test_the_verify_action_refuses_a_confirmation_without_versions(staff, remember):
+    memory = remember()
+    staff.post("/admin/memories/memory/", {"action": "verify", "post": "yes",
+                                           "_selected_action": [memory.pk],
+                                           "ids": [memory.pk]})
+    memory.refresh_from_db()
+    assert memory.verified is False
 
 
 def test_memories_are_read_only_in_the_admin(staff, remember):
