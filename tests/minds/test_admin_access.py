@@ -157,8 +157,9 @@ def test_staff_actions_skip_another_owners_objects(clerk_client, alices_things):
     for url, name, pk in [("/admin/memories/memory/", "verify", memory.pk),
                           ("/admin/minds/mindkey/", "revoke_keys", alice_key.pk),
                           ("/admin/minds/mind/", "delete_selected", alice_mind.pk)]:
+        # The verify action's confirm step names the versions shown (ids "<id>:<version>").
         clerk_client.post(url, {"action": name, "_selected_action": [pk], "index": 0,
-                                "post": "yes"})
+                                "post": "yes", "ids": [f"{pk}:1"]})
     memory.refresh_from_db()
     alice_key.refresh_from_db()
     assert (memory.verified, memory.verified_by) == (False, None)
@@ -172,8 +173,12 @@ def test_staff_verify_in_their_own_minds(clerk_client, clerk, clerk_mind, alices
     own = memory_store(mind=clerk_mind, actor=clerk, category="fact", key="own",
                        content="Mine").memory
     Memory.objects.filter(pk=own.pk).update(verified=False)
-    clerk_client.post("/admin/memories/memory/", {"action": "verify",
-                                                  "_selected_action": [own.pk], "index": 0})
+    confirmation = clerk_client.post("/admin/memories/memory/", {
+        "action": "verify", "_selected_action": [own.pk], "index": 0})
+    assert "Mine" in confirmation.content.decode()
+    clerk_client.post("/admin/memories/memory/", {
+        "action": "verify", "post": "yes", "_selected_action": [own.pk], "index": 0,
+        "ids": [f"{own.pk}:{own.version}"]})
     own.refresh_from_db()
     assert (own.verified, own.verified_by) == (True, clerk)
 
