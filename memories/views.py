@@ -29,6 +29,7 @@ from memories.models import (
     Priority,
     Source,
 )
+from memories.quotas import QuotaExceeded
 from memories.recall import display_content
 from memories.search import QuerySyntaxError, parse_query, search_query
 from memories.services import (
@@ -142,11 +143,15 @@ class MemoryCreateView(MemoryPageView):
         if not form.is_valid():
             return self.get(request, mind_id, form=form)
         data = form.cleaned_data
-        result = memory_store(mind=self.mind, actor=request.user, category=data["category"],
-                              key=data["key"] or None, content=data["content"],
-                              tags=data["tags"], priority=data["priority"],
-                              confidence=data["confidence"], expires_at=data["expires_at"],
-                              expires_given=True)
+        try:
+            result = memory_store(mind=self.mind, actor=request.user, category=data["category"],
+                                  key=data["key"] or None, content=data["content"],
+                                  tags=data["tags"], priority=data["priority"],
+                                  confidence=data["confidence"], expires_at=data["expires_at"],
+                                  expires_given=True)
+        except QuotaExceeded as refused:
+            form.add_error(None, str(refused))
+            return self.get(request, mind_id, form=form)
         verb = {"stored": "Stored", "updated": "Updated the existing",
                 "unchanged": "Nothing new in"}[result.status]
         messages.success(request, f"{verb} memory {result.memory.category}/{result.memory.key}.")
@@ -361,6 +366,9 @@ class MemoryEditView(MemoryPageView):
         except MemoryConflict as conflict:
             form.add_error("key", str(conflict))
             return self.get(request, mind_id, memory_id, form=form)
+        except QuotaExceeded as refused:
+            form.add_error(None, str(refused))
+            return self.get(request, mind_id, memory_id, form=form)
         if changed:
             messages.success(request, f"Saved version {memory.version}.")
         else:
@@ -419,8 +427,8 @@ class MemoryActionView(MemoryPageView):
             reverted = memory_revert(memory=memory, actor=self.request.user, version=version)
         except MemoryVersion.DoesNotExist:
             messages.error(self.request, f"There is no version {version}.")
-        except MemoryConflict as conflict:
-            messages.error(self.request, str(conflict))
+        except (MemoryConflict, QuotaExceeded) as refused:
+            messages.error(self.request, str(refused))
         else:
             messages.success(self.request, f"Reverted to version {version}; that is now "
                                            f"version {reverted.version}.")

@@ -4,6 +4,9 @@ timestamps and durations, and the base view that resolves which mind a request a
 Error shape (every 4xx and 5xx)::
 
     {"error": {"status": 400, "code": "invalid", "message": "…", "fields": {"tags": ["…"]}}}
+
+A refused write over a quota adds what was exceeded:
+``"quota": {"name": "versions", "limit": 10000000, "used": 10000000, "adding": 1}``.
 """
 
 import logging
@@ -76,6 +79,14 @@ def _first_message(detail) -> str:
 
 def exception_handler(exc, context):
     """DRF's handler, reshaped into the one error shape; database outages become 503."""
+    from memories.quotas import QuotaExceeded
+
+    if isinstance(exc, QuotaExceeded):
+        # 403: the request is understood and valid, but this mind may not grow further
+        # (not 413, which is about the size of the request itself).
+        body = error_body(403, "quota_exceeded", str(exc))
+        body["error"]["quota"] = exc.as_dict()
+        return Response(body, status=403)
     if isinstance(exc, OperationalError) and isinstance(exc.__cause__, QueryCanceled):
         # statement_timeout (settings.DATABASES) cut a runaway query short.
         logger.error("database statement cancelled (statement_timeout)")
