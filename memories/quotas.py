@@ -1,22 +1,22 @@
 """Per-mind quotas: how many memories, versions and bytes of content a mind may hold.
 
-Usage is kept in ``QuotaCounter``: ``SLOTS`` rows per mind whose sum is the mind's usage.
-A write transaction charges what it adds to a ``charging(mind)`` scope as it goes (each
-charge is checked against the limits, so a refused write raises before it is saved and
-its transaction rolls back whole) and, on leaving the scope, adds the total to one
-randomly chosen slot with a single upsert — the last lock the transaction takes. Writers
-of one mind therefore wait on each other only when they pick the same slot, and never
-while holding a slot they would need to release for another writer to proceed.
-
-The check reads the committed sum, so writers of one mind in flight at the same moment
-cannot see each other: at the limit, each of W concurrent writers may pass, and the mind
-can end up to W - 1 writes over (docs/security.md). Syncs and imports of a mind lock the
-mind and so count as one writer.
+Usage lives in ``QuotaCounter``: ``SLOTS`` rows per mind whose sum is the mind's usage,
+and each limit is split into equal per-slot shares (escrow). A write transaction charges
+what it adds to its ``charging(mind)`` scope as it goes — each charge is checked against
+the committed sum, so a write far over a limit is refused before anything is saved — and,
+on leaving the scope, takes the total from one slot with room, picked at random, with a
+single conditional UPDATE: the last lock the transaction takes. Writers of one mind thus
+wait on each other only when they pick the same slot, never while holding a slot another
+is waiting for, and no slot ever goes over its share, so the mind never goes over its
+limit, however many write at once. Only when no single slot has room left (a mind at or
+near its limit) does a writer lock all of the mind's slots, in order, and take what it
+needs from several: near the limit, writers of the mind queue; far from it, they do not.
 
 What is counted: every memory row (in the trash too, until purged), every version
 snapshot, and the stored bytes of every snapshot's content (credentials: the encrypted
-token). Versions are never pruned; a mind at its quota can still read, delete and
-purge, and its operator can raise the limits (SYNAPSE_QUOTA_*).
+token). Versions are never pruned; a mind at its quota can still read, update in place
+what needs no new version, delete and purge, and the operator can raise the limits
+(SYNAPSE_QUOTA_*).
 """
 
 import random
@@ -34,7 +34,7 @@ from minds.models import Mind
 
 # How many counter rows each mind has: concurrent writers of one mind collide on a slot
 # with probability about 1/SLOTS.
-SLOTS = 16
+SLOTS = 16  # migration 0006 spreads existing usage over 16 slots too
 QUOTAS = ("memories", "versions", "content_bytes")
 # Each quota's key in settings.SYNAPSE (from the environment variable SYNAPSE_<key>).
 SETTINGS = {"memories": "QUOTA_MEMORIES", "versions": "QUOTA_VERSIONS",
@@ -96,15 +96,27 @@ class StoredBytes(Func):
     output_field = BigIntegerField()
 
 
-# One atomic statement: creates the slot on first use, adds to it afterwards.
-_ADD_TO_SLOT = """
-    INSERT INTO memories_quotacounter AS counter
-        (mind_id, slot, memories, versions, content_bytes) VALUES (%s, %s, %s, %s, %s)
-    ON CONFLICT (mind_id, slot) DO UPDATE SET
-        memories = counter.memories + EXCLUDED.memories,
-        versions = counter.versions + EXCLUDED.versions,
-        content_bytes = counter.content_bytes + EXCLUDED.content_bytes
+_ENSURE_SLOTS = """
+    INSERT INTO memories_quotacounter (mind_id, slot, memories, versions, content_bytes)
+    SELECT %s, slot, 0, 0, 0 FROM generate_series(0, %s) AS slot
+    ON CONFLICT (mind_id, slot) DO NOTHING
 """
+# Takes from one slot only what fits in its share (a component that adds nothing is not
+# checked, so a slot over a lowered limit still takes what does not grow that quota).
+_TAKE_FROM_SLOT = """
+    UPDATE memories_quotacounter SET memories = memories + %(memories)s,
+        versions = versions + %(versions)s, content_bytes = content_bytes + %(content_bytes)s
+    WHERE mind_id = %(mind)s AND slot = %(slot)s
+      AND (%(memories)s <= 0 OR memories + %(memories)s <= %(share_memories)s)
+      AND (%(versions)s <= 0 OR versions + %(versions)s <= %(share_versions)s)
+      AND (%(content_bytes)s <= 0
+           OR content_bytes + %(content_bytes)s <= %(share_content_bytes)s)
+"""
+
+
+def share(limit: int, slot: int) -> int:
+    """A slot's share of a limit; the shares add up to the limit exactly."""
+    return limit // SLOTS + (1 if slot < limit % SLOTS else 0)
 
 
 class Ledger:
@@ -116,7 +128,8 @@ class Ledger:
         self._base: Usage | None = None
 
     def charge(self, *, memories: int = 0, versions: int = 0, content_bytes: int = 0) -> None:
-        """Count a write about to be made; QuotaExceeded if it would go over a limit."""
+        """Count a write about to be made; QuotaExceeded if the committed usage already
+        leaves no room for it (``write`` makes the exact check)."""
         adding = Usage(memories, versions, content_bytes)
         if self._base is None:
             self._base = mind_usage(self.mind)
@@ -144,14 +157,69 @@ class Ledger:
         self.pending.add(Usage(-memories, -versions, -content_bytes))
 
     def write(self) -> None:
-        """Add the pending change to one slot of the mind (created on first use)."""
+        """Write the pending change into the mind's slots; QuotaExceeded when it does
+        not fit (the caller's transaction then rolls back)."""
         if not self.pending:
             return
+        pending, self.pending = self.pending, Usage()
+        if any(getattr(pending, name) < 0 for name in QUOTAS):
+            self._spread(pending)
+        elif not self._take_from_one_slot(pending):
+            self._take_from_all_slots(pending)
+
+    def _take_from_one_slot(self, adding: Usage) -> bool:
+        """Try the slots one by one from a random one; True when one had room. No slot
+        stays locked by a try that does not fit."""
+        shares = limits()
+        first = random.randrange(SLOTS)
         with connection.cursor() as cursor:
-            cursor.execute(_ADD_TO_SLOT, [self.mind.pk, random.randrange(SLOTS),
-                                          self.pending.memories, self.pending.versions,
-                                          self.pending.content_bytes])
-        self.pending = Usage()
+            for number in range(SLOTS):
+                slot = (first + number) % SLOTS
+                cursor.execute(_TAKE_FROM_SLOT, {
+                    "mind": self.mind.pk, "slot": slot,
+                    **{name: getattr(adding, name) for name in QUOTAS},
+                    **{f"share_{name}": share(limit, slot) for name, limit in shares.items()}})
+                if cursor.rowcount == 1:
+                    return True
+                if number == 0 and not QuotaCounter.objects.filter(
+                        mind=self.mind, slot=slot).exists():
+                    # The mind's first write: make its slots, then try again.
+                    cursor.execute(_ENSURE_SLOTS, [self.mind.pk, SLOTS - 1])
+                    return self._take_from_one_slot(adding)
+        return False
+
+    def _locked_slots(self) -> list[QuotaCounter]:
+        # In slot order, so that two writers locking several slots cannot deadlock.
+        with connection.cursor() as cursor:
+            cursor.execute(_ENSURE_SLOTS, [self.mind.pk, SLOTS - 1])
+        return list(QuotaCounter.objects.select_for_update().filter(mind=self.mind)
+                    .order_by("slot"))
+
+    def _take_from_all_slots(self, adding: Usage) -> None:
+        """Near the limit: lock every slot of the mind and take from several."""
+        slots = self._locked_slots()
+        for name, limit in limits().items():
+            needed = getattr(adding, name)
+            used = sum(getattr(counter, name) for counter in slots)
+            if needed > 0 and used + needed > limit:
+                raise QuotaExceeded(quota=name, limit=limit, used=used, adding=needed)
+            for counter in slots:
+                take = min(needed, max(0, share(limit, counter.slot) - getattr(counter, name)))
+                setattr(counter, name, getattr(counter, name) + take)
+                needed -= take
+            # Room in total but not in the shares (a lowered limit left some slots over
+            # theirs): the rest goes to the last slot.
+            setattr(slots[-1], name, getattr(slots[-1], name) + needed)
+        QuotaCounter.objects.bulk_update(slots, list(QUOTAS))
+
+    def _spread(self, freeing: Usage) -> None:
+        """Give back what a purge freed, evenly over the slots."""
+        slots = self._locked_slots()
+        for name in QUOTAS:
+            freed = -getattr(freeing, name)
+            for counter in slots:
+                setattr(counter, name, getattr(counter, name) - share(freed, counter.slot))
+        QuotaCounter.objects.bulk_update(slots, list(QUOTAS))
 
 
 _ledgers: ContextVar[dict | None] = ContextVar("quota_ledgers", default=None)
