@@ -44,9 +44,11 @@ from synapse.api import (
     MIND_PARAMETER,
     Conflict,
     DurationField,
+    PageQuery,
     StrictSerializer,
     TimestampField,
     format_timestamp,
+    page_of,
 )
 
 SYNC_MAX_CHANGES = 5000
@@ -80,11 +82,6 @@ def _reveal_credentials(request, asked: bool) -> bool:
     return asked
 
 
-class PageQuery(serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, max_value=500, default=50)
-    offset = serializers.IntegerField(min_value=0, max_value=10_000_000, default=0)
-
-
 # -- Versions -------------------------------------------------------------------------------
 
 class VersionSerializer(serializers.Serializer):
@@ -104,20 +101,27 @@ class VersionSerializer(serializers.Serializer):
 class VersionListSerializer(serializers.Serializer):
     id = serializers.CharField()
     current_version = serializers.IntegerField()
+    count = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
     versions = VersionSerializer(many=True)
 
 
 class MemoryVersionsView(MemoryScopedView):
-    @extend_schema(operation_id="memory_versions", parameters=[MIND_PARAMETER],
+    query_serializer = PageQuery
+
+    @extend_schema(operation_id="memory_versions", parameters=[MIND_PARAMETER, PageQuery],
                    responses={200: VersionListSerializer, **ERRORS}, tags=["lifecycle"])
     def get(self, request, memory_id: str):
-        """Every version of a memory (in the trash too), oldest first, with its content,
-        fields, actor and time. The owning mind reads credentials here as with GET."""
+        """The versions of a memory (in the trash too), oldest first, a page at a time
+        (``limit``, ``offset``; ``count`` is how many there are), with content, fields,
+        actor and time. The owning mind reads credentials here as with GET."""
         memory = self.memories().filter(pk=memory_id).first()
         if memory is None:
             raise exceptions.NotFound("No such memory.")
-        versions = MemoryVersion.objects.filter(memory=memory).order_by("version")
-        return Response({"id": memory.id, "current_version": memory.version, "versions": [
+        versions, page = page_of(
+            MemoryVersion.objects.filter(memory=memory).order_by("version"), self.query)
+        return Response({"id": memory.id, "current_version": memory.version, **page, "versions": [
             {"version": snapshot.version, "category": snapshot.category, "key": snapshot.key,
              "content": output_content(snapshot, reveal=True), "tags": snapshot.tags,
              "priority": snapshot.priority, "source": snapshot.source,

@@ -1,17 +1,19 @@
 """Per-mind quotas (memories.quotas): memories, versions and content bytes; a refused write
 is a 403 quota_exceeded naming the quota and its limit, and writes nothing."""
 
+import importlib
 from datetime import timedelta
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.db.models import Sum
 from django.test import Client
 from django.utils import timezone
 
-from memories.models import AuditEvent, Memory, MemoryVersion
-from memories.quotas import StoredBytes, Usage, mind_usage
+from memories.models import AuditEvent, Memory, MemoryVersion, QuotaCounter
+from memories.quotas import SLOTS, StoredBytes, Usage, mind_usage
 from minds.services import mind_create
 from tests.memories.test_export_import import export_document
 
@@ -179,3 +181,19 @@ def test_quotas_are_per_mind(agent, bob_agent, quota):
                       format="json").status_code == 201
     assert bob_agent.post("/memory", {"category": "fact", "content": "b"},
                           format="json").status_code == 201
+
+
+def test_the_migration_fills_the_counters_of_minds_that_hold_memories(agent, alice_mind,
+                                                                        remember):
+    for number in range(20):
+        remember(key=f"k{number}", content=f"Content {number}")
+    remember(key="k0", content="Content 0, revised")
+    remember(key="credentials_db", category="credentials", content="s3cret")
+    agent.delete(f"/memory/{Memory.objects.get(key='k1').id}")
+    QuotaCounter.objects.all().delete()
+    migration = importlib.import_module("memories.migrations.0006_quota_counters")
+    with connection.cursor() as cursor:
+        cursor.execute(migration.Migration.operations[-1].sql)
+    assert mind_usage(alice_mind) == counted(alice_mind) == Usage(
+        memories=21, versions=22, content_bytes=counted(alice_mind).content_bytes)
+    assert QuotaCounter.objects.filter(mind=alice_mind).count() == SLOTS
