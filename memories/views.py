@@ -44,6 +44,7 @@ from memories.services import (
 from minds.views import MindView
 
 PAGE_SIZE = 25
+VERSIONS_PAGE_SIZE = 25
 QUEUE_PAGE_SIZE = 50
 RECENTLY_VERIFIED = timedelta(hours=24)
 
@@ -297,11 +298,14 @@ class MemoryDetailView(MemoryPageView):
 
     def get(self, request, mind_id, memory_id):
         memory = self.get_memory(memory_id)
-        versions = list(memory.versions.order_by("-version"))
-        by_number = {version.version: version for version in versions}
-        newest = memory.version if memory.version in by_number else max(by_number, default=0)
-        to_version = _int(request.GET.get("to"), newest)
+        # A page of the history, newest first; the diff reads only the two versions it shows.
+        page = Paginator(memory.versions.order_by("-version"),
+                         VERSIONS_PAGE_SIZE).get_page(request.GET.get("page"))
+        newest = memory.versions.order_by("-version").values_list("version", flat=True).first()
+        to_version = _int(request.GET.get("to"), newest or 0)
         from_version = _int(request.GET.get("from"), to_version - 1)
+        by_number = {version.version: version for version in
+                     memory.versions.filter(version__in=[from_version, to_version])}
         diff = None
         if from_version in by_number and to_version in by_number and from_version != to_version:
             old, new = by_number[from_version], by_number[to_version]
@@ -310,10 +314,14 @@ class MemoryDetailView(MemoryPageView):
         now = timezone.now()
         activity = (AuditEvent.objects.filter(mind=self.mind, memory_id=memory.id)
                     .order_by("-created_at", "-id")[:ACTIVITY_LIMIT])
+        params = request.GET.copy()
+        params.pop("page", None)
         return self.render("memories/memory_detail.html", {
             "activity": [(event, ACTIONS.get(event.action, event.action.replace("_", " ")))
                          for event in activity],
-            "memory": memory, "content": _revealed(memory), "versions": versions, "diff": diff,
+            "memory": memory, "content": _revealed(memory), "versions": page.object_list,
+            "page": page, "page_query": params.urlencode(), "page_anchor": "versions",
+            "newest_version": newest, "diff": diff,
             "from_version": from_version, "to_version": to_version,
             "expired": memory.expires_at is not None and memory.expires_at <= now,
             "superseded_by": (self.memories().filter(pk=memory.superseded_by_id).first()

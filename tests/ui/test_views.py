@@ -365,6 +365,28 @@ def test_any_two_versions_can_be_compared(owner, ui, remember, alice):
     assert owner.get(ui(f"memories/{memory.id}"), {"from": 9, "to": "x"}).status_code == 200
 
 
+def test_the_version_history_comes_a_page_at_a_time(owner, ui, remember, alice):
+    memory = remember(content="v1")
+    for number in range(2, 61):
+        memory_update(memory=memory, actor=alice, content=f"v{number}")
+    first = owner.get(ui(f"memories/{memory.id}"))
+    html = text(first)
+    assert html.count('data-version="') == 25 and 'data-version="60"' in html
+    assert 'data-version="35"' not in html and "Page 1 of 3" in html
+    assert first.context["diff"]["old"].version == 59
+    # Versions outside the page are still compared, and pages keep the comparison asked.
+    last = owner.get(ui(f"memories/{memory.id}"), {"page": 3, "from": 1, "to": 60})
+    assert [v.version for v in last.context["versions"]] == list(range(10, 0, -1))
+    diff = last.context["diff"]
+    assert (diff["old"].version, diff["new"].version) == (1, 60)
+    assert "from=1&amp;to=60&amp;page=2#versions" in text(last)
+    with CaptureQueriesContext(connection) as queries:
+        owner.get(ui(f"memories/{memory.id}"), {"page": 2})
+    version_reads = [q["sql"] for q in queries.captured_queries
+                     if 'FROM "memories_memoryversion"' in q["sql"]]
+    assert all("LIMIT" in sql or " IN (" in sql or "COUNT(" in sql for sql in version_reads)
+
+
 def test_reverting_makes_a_new_version_equal_to_the_old_one(owner, ui, remember, alice):
     memory = remember(content="original")
     memory_update(memory=memory, actor=alice, content="changed")
