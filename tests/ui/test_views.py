@@ -593,6 +593,46 @@ def test_the_memory_page_shows_who_did_what_to_it(owner, ui, remember, alice):
     assert labels[3][1] == "stored it" and labels[3][0].startswith("alice agent")
 
 
+ADVERSARIAL_OLD = "x\n" * 25_000  # 50,000 characters: the most lines a version can have
+ADVERSARIAL_NEW = "x\ny\n" * 12_500  # every other line matches: cubic for SequenceMatcher
+
+
+def test_an_adversarial_50000_character_diff_takes_the_bounded_path(monkeypatch):
+    import memories.views as views
+
+    searches = []
+    real = views.SequenceMatcher.find_longest_match
+    monkeypatch.setattr(views.SequenceMatcher, "find_longest_match",
+                        lambda self, *args: searches.append(args) or real(self, *args))
+    with pytest.raises(views.DiffTooCostly):
+        content_diff(ADVERSARIAL_OLD, ADVERSARIAL_NEW)
+    # Refused before any matching: beyond DIFF_MAX_LINES between the unchanged ends.
+    assert searches == []
+    # Within the line cap, the work budget stops the matching part way.
+    with pytest.raises(views.DiffTooCostly):
+        content_diff("x\n" * 300, "x\ny\n" * 150)
+    assert 0 < len(searches) < 300
+
+
+def test_the_memory_page_shows_costly_versions_side_by_side(owner, ui, remember, alice):
+    memory = remember(content=ADVERSARIAL_OLD)
+    memory_update(memory=memory, actor=alice, content=ADVERSARIAL_NEW)
+    response = owner.get(ui(f"memories/{memory.id}"))
+    assert response.status_code == 200
+    html = text(response)
+    assert 'data-testid="diff-side-by-side"' in html and 'data-testid="diff"' not in html
+    assert response.context["diff"]["side_by_side"] == (ADVERSARIAL_OLD, ADVERSARIAL_NEW)
+
+
+def test_a_small_edit_of_a_long_memory_is_still_diffed_line_by_line():
+    old = "".join(f"Line {n} says something about item {n}.\n" for n in range(1200))
+    new = old.replace("about item 600.", "about item six hundred.")
+    lines = content_diff(old, new)
+    assert [line.kind for line in lines] == ["gap", "same", "same", "same", "del", "ins",
+                                             "same", "same", "same", "gap"]
+    assert ("ins", "six hundred") in lines[5].parts
+
+
 def test_very_long_changed_lines_are_diffed_whole():
     old, new = "word " * 4000, "word " * 3999 + "changed"
     lines = content_diff(old, new)
