@@ -114,6 +114,16 @@ _TAKE_FROM_SLOT = """
 """
 
 
+class _SlotFull(Exception):
+    pass
+
+
+def create_slots(mind: Mind) -> None:
+    """Give a mind its counter slots (mind_create does, so that no write has to)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_ENSURE_SLOTS, [mind.pk, SLOTS - 1])
+
+
 def share(limit: int, slot: int) -> int:
     """A slot's share of a limit; the shares add up to the limit exactly."""
     return limit // SLOTS + (1 if slot < limit % SLOTS else 0)
@@ -168,30 +178,39 @@ class Ledger:
             self._take_from_all_slots(pending)
 
     def _take_from_one_slot(self, adding: Usage) -> bool:
-        """Try the slots one by one from a random one; True when one had room. No slot
-        stays locked by a try that does not fit."""
+        """Try the slots one by one from a random one; True when one had room."""
         shares = limits()
         first = random.randrange(SLOTS)
-        with connection.cursor() as cursor:
-            for number in range(SLOTS):
-                slot = (first + number) % SLOTS
+        for number in range(SLOTS):
+            slot = (first + number) % SLOTS
+            if self._take_from_slot(slot, adding, shares):
+                return True
+            if number == 0 and not QuotaCounter.objects.filter(
+                    mind=self.mind, slot=slot).exists():
+                # A mind made without memories.quotas.create_slots: make them now.
+                create_slots(self.mind)
+                return self._take_from_one_slot(adding)
+        return False
+
+    def _take_from_slot(self, slot: int, adding: Usage, shares: dict[str, int]) -> bool:
+        # In a savepoint: an UPDATE that waited for a slot another writer changed locks it
+        # before finding it full, and only rolling back to the savepoint lets it go. So a
+        # writer holds no slot while it waits for one, and no two writers wait in a circle.
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
                 cursor.execute(_TAKE_FROM_SLOT, {
                     "mind": self.mind.pk, "slot": slot,
                     **{name: getattr(adding, name) for name in QUOTAS},
                     **{f"share_{name}": share(limit, slot) for name, limit in shares.items()}})
-                if cursor.rowcount == 1:
-                    return True
-                if number == 0 and not QuotaCounter.objects.filter(
-                        mind=self.mind, slot=slot).exists():
-                    # The mind's first write: make its slots, then try again.
-                    cursor.execute(_ENSURE_SLOTS, [self.mind.pk, SLOTS - 1])
-                    return self._take_from_one_slot(adding)
-        return False
+                if cursor.rowcount != 1:
+                    raise _SlotFull
+        except _SlotFull:
+            return False
+        return True
 
     def _locked_slots(self) -> list[QuotaCounter]:
         # In slot order, so that two writers locking several slots cannot deadlock.
-        with connection.cursor() as cursor:
-            cursor.execute(_ENSURE_SLOTS, [self.mind.pk, SLOTS - 1])
+        create_slots(self.mind)
         return list(QuotaCounter.objects.select_for_update().filter(mind=self.mind)
                     .order_by("slot"))
 

@@ -100,9 +100,6 @@ def test_concurrent_writers_of_one_mind_all_succeed_and_the_counters_are_exact(
 def test_a_writer_holding_its_counter_slot_does_not_hold_up_the_others(live_server, alice_key):
     """A single counter row per mind would make every other writer wait here."""
     key, plaintext = alice_key
-    # The mind's first write creates its slots (the only write the others would wait for).
-    memory_store(mind=key.mind, actor=AgentPrincipal(key=key), category="fact", key="first",
-                 content="First")
     charged, release = Event(), Event()
 
     def slow_writer():
