@@ -317,3 +317,21 @@ class IdempotentRequest(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class QuotaCounter(models.Model):
+    """One of a mind's counter slots; the mind's usage is the sum of its slots
+    (memories.quotas: striped so that writers of one mind do not queue on one row)."""
+
+    mind = models.ForeignKey(Mind, on_delete=models.CASCADE, related_name="+")
+    slot = models.PositiveSmallIntegerField()
+    memories = models.BigIntegerField(default=0)
+    versions = models.BigIntegerField(default=0)
+    content_bytes = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["mind", "slot"],
+                                               name="quota_counter_slot_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.mind_id} slot {self.slot}"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
@@ -30,6 +30,7 @@ from memories.models import (
     MemoryVersion,
     Source,
 )
+from memories.quotas import Ledger, StoredBytes, charging, content_bytes, ledger_for
 from minds.authentication import is_agent
 from minds.models import Mind
 from synapse.ids import new_memory_id
@@ -130,6 +131,7 @@ def recorded_by(actor) -> dict:
 
 
 def _snapshot(memory: Memory, actor, claimed_source: str = "") -> None:
+    ledger_for(memory.mind_id).charge(versions=1, content_bytes=content_bytes(memory.content))
     MemoryVersion.objects.create(
         memory=memory, version=memory.version, created_at=memory.updated_at,
         claimed_source=claimed_source, **recorded_by(actor),
@@ -170,7 +172,7 @@ def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | N
     if expires_given:
         changes["expires_at"] = expires_at
 
-    with transaction.atomic():
+    with transaction.atomic(), charging(mind):
         existing = _locked_current(mind, category, key)
         if existing is None:
             try:
@@ -202,6 +204,7 @@ def _create(*, mind: Mind, actor, category: str, key: str, changes: dict) -> Mem
     memory.content = seal_content(memory.category, memory.content)
     _mark_for_embedding(memory)
     memory.save(force_insert=True)
+    ledger_for(mind.pk).charge(memories=1)
     _snapshot(memory, actor)
     record_event(mind=mind, actor=actor, action="store", memory_id=memory.id,
                  details={"category": category, "key": key, "version": 1})
@@ -267,7 +270,7 @@ def memory_update(*, memory: Memory, actor, **fields) -> tuple[Memory, bool]:
     (category, key) is taken, CredentialsContentRequired when a credentials memory would
     leave its category without the content sent again.
     """
-    with transaction.atomic():
+    with transaction.atomic(), charging(memory.mind):
         locked = Memory.objects.select_for_update().select_related("mind").get(pk=memory.pk)
         if (locked.is_credentials and "content" not in fields
                 and fields.get("category", Category.CREDENTIALS) != Category.CREDENTIALS):
@@ -317,7 +320,7 @@ def memory_restore(*, memory: Memory, actor) -> Memory:
 
 def memory_revert(*, memory: Memory, actor, version: int) -> Memory:
     """Make a new version equal to an earlier one (``version``); history is kept."""
-    with transaction.atomic():
+    with transaction.atomic(), charging(memory.mind):
         locked = Memory.objects.select_for_update().select_related("mind").get(pk=memory.pk)
         snapshot = MemoryVersion.objects.filter(memory=locked, version=version).first()
         if snapshot is None:
@@ -421,7 +424,7 @@ def memory_sync(*, mind: Mind, actor, changes: list[sync.Change]) -> SyncResult:
     Whatever arrives from an agent's sync is unverified; a human's sync keeps the
     ``verified`` flag it carries. One transaction, one ``sync`` audit event.
     """
-    with transaction.atomic():
+    with transaction.atomic(), charging(mind):
         _lock_mind(mind)
         result = _apply_changes(mind=mind, actor=actor, changes=changes)
         record_event(mind=mind, actor=actor, action="sync",
@@ -436,12 +439,13 @@ def _lock_mind(mind: Mind) -> None:
 
 def _apply_changes(*, mind: Mind, actor, changes: list[sync.Change]) -> SyncResult:
     result = SyncResult()
+    ledger = ledger_for(mind.pk)
     for change in sorted(changes, key=lambda change: (change.updated_at, change.deleted)):
         if change.redacted:
             result.skipped_redacted += 1
             continue
         try:
-            with transaction.atomic():
+            with ledger.savepoint():
                 _apply_change(mind=mind, actor=actor, change=change, result=result)
         except (IntegrityError, MemoryConflict):
             result.conflicts.append({
@@ -549,6 +553,8 @@ def _write_synced(*, mind: Mind, actor, change: sync.Change, target: Memory | No
     memory.deleted_at = None
     _mark_for_embedding(memory)
     memory.save(force_insert=insert)
+    if insert:
+        ledger_for(mind.pk).charge(memories=1)
     # The sender's word for the source is kept on the version as a claim, never trusted.
     _snapshot(memory, actor, claimed_source=change.source or "")
     return memory
@@ -591,16 +597,30 @@ def memory_purge_trash(*, older_than: datetime, actor=None, batch_size: int = 10
                 MemoryTombstone(id=memory.id, mind_id=memory.mind_id, category=memory.category,
                                 key=memory.key, deleted_at=memory.deleted_at,
                                 updated_at=memory.updated_at) for memory in batch])
+            freed = _stored_versions([memory.id for memory in batch])
             Memory.objects.filter(pk__in=[memory.id for memory in batch]).delete()
             by_mind: dict[str, list[str]] = {}
             for memory in batch:
                 by_mind.setdefault(memory.mind_id, []).append(memory.id)
-            for mind in Mind.objects.filter(pk__in=by_mind):
+            for mind in Mind.objects.filter(pk__in=by_mind).order_by("pk"):
+                ledger = Ledger(mind)
+                versions, stored = freed.get(mind.pk, (0, 0))
+                ledger.release(memories=len(by_mind[mind.pk]), versions=versions,
+                               content_bytes=stored)
+                ledger.write()
                 record_event(mind=mind, actor=actor, action="purge",
                              details={"count": len(by_mind[mind.pk]),
                                       "memory_ids": by_mind[mind.pk],
                                       "deleted_before": older_than.isoformat()})
             purged += len(batch)
+
+
+def _stored_versions(memory_ids: list[str]) -> dict[str, tuple[int, int]]:
+    """Per mind: how many versions the listed memories hold, and their content bytes."""
+    rows = (MemoryVersion.objects.filter(memory_id__in=memory_ids)
+            .values("memory__mind_id")
+            .annotate(count=Count("id"), stored=Sum(StoredBytes("content"))))
+    return {row["memory__mind_id"]: (row["count"], row["stored"] or 0) for row in rows}
 
 
 class ImportRejected(Exception):
@@ -615,7 +635,7 @@ def mind_import(*, mind: Mind, actor, backup: "Backup") -> dict:
     holds them. Into a non-empty mind the current states are merged with the sync rules.
     Agents import unverified memories. One transaction, one ``import`` audit event.
     Raises ImportRejected."""
-    with transaction.atomic():
+    with transaction.atomic(), charging(mind):
         _lock_mind(mind)
         empty = not (Memory.objects.for_mind(mind).exists()
                      or MemoryTombstone.objects.filter(mind=mind).exists())
@@ -680,6 +700,9 @@ def _restore_backup(*, mind: Mind, actor, backup: "Backup") -> dict:
                 claimed_source=snapshot["claimed_source"] or snapshot["source"],
                 claimed_actor=snapshot["claimed_actor"] or snapshot["actor"])
                 for snapshot in item["versions"] if not snapshot["content_redacted"]]
+        ledger_for(mind.pk).charge(
+            memories=len(rows), versions=len(versions),
+            content_bytes=sum(content_bytes(version.content) for version in versions))
         Memory.objects.bulk_create(rows)
         MemoryVersion.objects.bulk_create(versions)
         versions_restored += len(versions)
@@ -715,7 +738,7 @@ def memory_compact(*, mind: Mind, actor, plan: CompactionPlan) -> list[Compacted
     something its originals no longer say and a verified memory is never touched.
     """
     done = []
-    with transaction.atomic():
+    with transaction.atomic(), charging(mind):
         for cluster in plan.clusters:
             planned = {member.id: member.version for member in cluster.members}
             locked = list(Memory.objects.select_for_update().for_mind(mind).current()

@@ -35,6 +35,7 @@ from memories.models import (
     Priority,
     Source,
 )
+from memories.quotas import QuotaExceeded
 from memories.recall import display_content
 from memories.search import QuerySyntaxError, parse_query, search_query
 from memories.services import (
@@ -51,6 +52,7 @@ from memories.services import (
 from minds.views import MindView
 
 PAGE_SIZE = 25
+VERSIONS_PAGE_SIZE = 25
 QUEUE_PAGE_SIZE = 50
 # A card shows this much of a memory (400 characters, 4 lines); longer ones unfold.
 SHOWN_CHARACTERS = 400
@@ -156,11 +158,15 @@ class MemoryCreateView(MemoryPageView):
         if not form.is_valid():
             return self.get(request, mind_id, form=form)
         data = form.cleaned_data
-        result = memory_store(mind=self.mind, actor=request.user, category=data["category"],
-                              key=data["key"] or None, content=data["content"],
-                              tags=data["tags"], priority=data["priority"],
-                              confidence=data["confidence"], expires_at=data["expires_at"],
-                              expires_given=True)
+        try:
+            result = memory_store(mind=self.mind, actor=request.user, category=data["category"],
+                                  key=data["key"] or None, content=data["content"],
+                                  tags=data["tags"], priority=data["priority"],
+                                  confidence=data["confidence"], expires_at=data["expires_at"],
+                                  expires_given=True)
+        except QuotaExceeded as refused:
+            form.add_error(None, str(refused))
+            return self.get(request, mind_id, form=form)
         verb = {"stored": "Stored", "updated": "Updated the existing",
                 "unchanged": "Nothing new in"}[result.status]
         messages.success(request, f"{verb} memory {result.memory.category}/{result.memory.key}.")
@@ -213,16 +219,57 @@ class DiffLine:
 
 _TOKENS = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
 CONTEXT_LINES = 3
-# Word marking compares tokens pairwise (quadratic at worst): longer line pairs are shown
-# as a whole deleted and a whole inserted line instead.
+# SequenceMatcher (autojunk off) is cubic at worst: 1,000 lines of "x" against 500 pairs
+# of "x", "y" took 52 s. Every diff of one page view shares this much matching work (the
+# lines or words it looks at); past it the versions are shown side by side instead, and
+# changed lines past their share are shown whole (bench/diff.py has the figures).
+DIFF_WORK_BUDGET = 400_000
+# Texts longer than this together, or with more lines than this between their unchanged
+# first and last lines, are shown side by side without matching at all.
+DIFF_MAX_CHARS = 200_000
+DIFF_MAX_LINES = 4000
+# Word marking within one changed line pair stops at this length (the whole lines show).
 WORD_DIFF_MAX_CHARS = 5000
 
 
-def _word_diff(old: str, new: str) -> tuple[DiffLine, DiffLine]:
+class DiffTooCostly(Exception):
+    """Comparing these texts would take more than the page's diff budget."""
+
+
+class _BoundedMatcher(SequenceMatcher):
+    """A SequenceMatcher (autojunk off) that counts the work of its longest-match searches
+    — for each item of ``a`` searched, one step plus one per place it occurs in ``b`` —
+    and raises DiffTooCostly before a search would take the total past ``budget``."""
+
+    def __init__(self, a: list[str], b: list[str], budget: "DiffBudget"):
+        super().__init__(None, a, b, autojunk=False)
+        self.budget = budget
+        self._work_before = [0]
+        for item in a:
+            self._work_before.append(self._work_before[-1] + 1 + len(self.b2j.get(item, ())))
+
+    def find_longest_match(self, alo=0, ahi=None, blo=0, bhi=None):
+        ahi = len(self.a) if ahi is None else ahi
+        self.budget.spend(self._work_before[ahi] - self._work_before[alo])
+        return super().find_longest_match(alo, ahi, blo, bhi)
+
+
+@dataclass
+class DiffBudget:
+    left: int = DIFF_WORK_BUDGET
+
+    def spend(self, work: int) -> None:
+        if work > self.left:
+            raise DiffTooCostly
+        self.left -= work
+
+
+def _word_diff(old: str, new: str, budget: DiffBudget) -> tuple[DiffLine, DiffLine]:
     """One changed line as a deleted and an inserted line, changed words marked."""
     a, b = _TOKENS.findall(old), _TOKENS.findall(new)
+    budget.spend(len(a) + len(b))  # building the matcher
     removed, added = DiffLine("del"), DiffLine("ins")
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in _BoundedMatcher(a, b, budget).get_opcodes():
         if tag == "equal":
             removed.parts.append(("same", "".join(a[i1:i2])))
             added.parts.append(("same", "".join(b[j1:j2])))
@@ -234,24 +281,46 @@ def _word_diff(old: str, new: str) -> tuple[DiffLine, DiffLine]:
     return removed, added
 
 
+def _changed_line(old: str, new: str, budget: DiffBudget) -> list[DiffLine]:
+    if len(old) + len(new) <= WORD_DIFF_MAX_CHARS:
+        try:
+            return list(_word_diff(old, new, budget))
+        except DiffTooCostly:
+            pass  # this pair shows whole; the rest of the diff goes on
+    return [DiffLine("del", [("del", old)]), DiffLine("ins", [("ins", new)])]
+
+
 def content_diff(old: str, new: str) -> list[DiffLine]:
     """A line diff of two texts, words marked within changed lines, long unchanged runs
-    folded. Plain text pieces only: the template escapes them."""
+    folded. Plain text pieces only: the template escapes them. Raises DiffTooCostly when
+    the texts are too long or too repetitive to compare within DIFF_WORK_BUDGET (show
+    them side by side instead)."""
+    if len(old) + len(new) > DIFF_MAX_CHARS:
+        raise DiffTooCostly
     a, b = old.splitlines(), new.splitlines()
-    lines: list[DiffLine] = []
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    # Unchanged lines at both ends cost nothing to find and need no matching.
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    middle_a, middle_b = a[head:len(a) - tail], b[head:len(b) - tail]
+    if len(middle_a) + len(middle_b) > DIFF_MAX_LINES:
+        raise DiffTooCostly
+    budget = DiffBudget()
+    opcodes = _BoundedMatcher(middle_a, middle_b, budget).get_opcodes()
+    lines = [DiffLine("same", [("same", line)]) for line in a[:head]]
+    for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
-            lines += [DiffLine("same", [("same", line)]) for line in a[i1:i2]]
+            lines += [DiffLine("same", [("same", line)]) for line in middle_a[i1:i2]]
         elif tag == "replace" and i2 - i1 == j2 - j1:
-            for old_line, new_line in zip(a[i1:i2], b[j1:j2], strict=True):
-                if len(old_line) + len(new_line) <= WORD_DIFF_MAX_CHARS:
-                    lines += _word_diff(old_line, new_line)
-                else:
-                    lines += [DiffLine("del", [("del", old_line)]),
-                              DiffLine("ins", [("ins", new_line)])]
+            for old_line, new_line in zip(middle_a[i1:i2], middle_b[j1:j2], strict=True):
+                lines += _changed_line(old_line, new_line, budget)
         else:
-            lines += [DiffLine("del", [("del", line)]) for line in a[i1:i2]]
-            lines += [DiffLine("ins", [("ins", line)]) for line in b[j1:j2]]
+            lines += [DiffLine("del", [("del", line)]) for line in middle_a[i1:i2]]
+            lines += [DiffLine("ins", [("ins", line)]) for line in middle_b[j1:j2]]
+    lines += [DiffLine("same", [("same", line)]) for line in a[len(a) - tail:]]
     return _fold(lines)
 
 
@@ -309,23 +378,34 @@ class MemoryDetailView(MemoryPageView):
 
     def get(self, request, mind_id, memory_id):
         memory = self.get_memory(memory_id)
-        versions = list(memory.versions.order_by("-version"))
-        by_number = {version.version: version for version in versions}
-        newest = memory.version if memory.version in by_number else max(by_number, default=0)
-        to_version = _int(request.GET.get("to"), newest)
+        # A page of the history, newest first; the diff reads only the two versions it shows.
+        page = Paginator(memory.versions.order_by("-version"),
+                         VERSIONS_PAGE_SIZE).get_page(request.GET.get("page"))
+        newest = memory.versions.order_by("-version").values_list("version", flat=True).first()
+        to_version = _int(request.GET.get("to"), newest or 0)
         from_version = _int(request.GET.get("from"), to_version - 1)
+        by_number = {version.version: version for version in
+                     memory.versions.filter(version__in=[from_version, to_version])}
         diff = None
         if from_version in by_number and to_version in by_number and from_version != to_version:
             old, new = by_number[from_version], by_number[to_version]
-            diff = {"old": old, "new": new, "fields": field_changes(old, new),
-                    "lines": content_diff(_revealed(old), _revealed(new))}
+            diff = {"old": old, "new": new, "fields": field_changes(old, new)}
+            try:
+                diff["lines"] = content_diff(_revealed(old), _revealed(new))
+            except DiffTooCostly:
+                # Too long or repetitive to match within the budget: both texts, unmatched.
+                diff["side_by_side"] = (_revealed(old), _revealed(new))
         now = timezone.now()
         activity = (AuditEvent.objects.filter(mind=self.mind, memory_id=memory.id)
                     .order_by("-created_at", "-id")[:ACTIVITY_LIMIT])
+        params = request.GET.copy()
+        params.pop("page", None)
         return self.render("memories/memory_detail.html", {
             "activity": [(event, ACTIONS.get(event.action, event.action.replace("_", " ")))
                          for event in activity],
-            "memory": memory, "content": _revealed(memory), "versions": versions, "diff": diff,
+            "memory": memory, "content": _revealed(memory), "versions": page.object_list,
+            "page": page, "page_query": params.urlencode(), "page_anchor": "versions",
+            "newest_version": newest, "diff": diff,
             "from_version": from_version, "to_version": to_version,
             "expired": memory.expires_at is not None and memory.expires_at <= now,
             "superseded_by": (self.memories().filter(pk=memory.superseded_by_id).first()
@@ -377,6 +457,9 @@ class MemoryEditView(MemoryPageView):
             memory, changed = memory_update(memory=memory, actor=request.user, **data)
         except MemoryConflict as conflict:
             form.add_error("key", str(conflict))
+            return self.get(request, mind_id, memory_id, form=form)
+        except QuotaExceeded as refused:
+            form.add_error(None, str(refused))
             return self.get(request, mind_id, memory_id, form=form)
         if changed:
             messages.success(request, f"Saved version {memory.version}.")
@@ -454,8 +537,8 @@ class MemoryActionView(MemoryPageView):
             reverted = memory_revert(memory=memory, actor=self.request.user, version=version)
         except MemoryVersion.DoesNotExist:
             messages.error(self.request, f"There is no version {version}.")
-        except MemoryConflict as conflict:
-            messages.error(self.request, str(conflict))
+        except (MemoryConflict, QuotaExceeded) as refused:
+            messages.error(self.request, str(refused))
         else:
             messages.success(self.request, f"Reverted to version {version}; that is now "
                                            f"version {reverted.version}.")

@@ -37,8 +37,14 @@ def account_register(*, username: str, password: str, email: str = ""):
 
 
 @transaction.atomic
+@transaction.atomic
 def mind_create(*, owner, name: str) -> Mind:
-    return Mind.objects.create(owner=owner, name=name)
+    """A new mind, with its quota counters (memories.quotas)."""
+    from memories.quotas import create_slots
+
+    mind = Mind.objects.create(owner=owner, name=name)
+    create_slots(mind)
+    return mind
 
 
 MIND_SETTINGS = ("name", "unverified_in_recall")

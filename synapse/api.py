@@ -4,6 +4,9 @@ timestamps and durations, and the base view that resolves which mind a request a
 Error shape (every 4xx and 5xx)::
 
     {"error": {"status": 400, "code": "invalid", "message": "…", "fields": {"tags": ["…"]}}}
+
+A refused write over a quota adds what was exceeded:
+``"quota": {"name": "versions", "limit": 10000000, "used": 10000000, "adding": 1}``.
 """
 
 import logging
@@ -78,6 +81,14 @@ def _first_message(detail) -> str:
 def exception_handler(exc, context):
     """DRF's handler, reshaped into the one error shape; database outages become 503, and a
     service's Django ValidationError (a rule the input breaks) a 400 naming the field."""
+    from memories.quotas import QuotaExceeded
+
+    if isinstance(exc, QuotaExceeded):
+        # 403: the request is understood and valid, but this mind may not grow further
+        # (not 413, which is about the size of the request itself).
+        body = error_body(403, "quota_exceeded", str(exc))
+        body["error"]["quota"] = exc.as_dict()
+        return Response(body, status=403)
     if isinstance(exc, OperationalError) and isinstance(exc.__cause__, QueryCanceled):
         # statement_timeout (settings.DATABASES) cut a runaway query short.
         logger.error("database statement cancelled (statement_timeout)")
@@ -212,6 +223,24 @@ class StrictSerializer(serializers.Serializer):
         if errors:
             raise exceptions.ValidationError(errors)
         return super().to_internal_value(data)
+
+
+# -- Pagination ----------------------------------------------------------------------------
+
+class PageQuery(serializers.Serializer):
+    """``limit`` and ``offset``, as every paginated list takes them."""
+
+    limit = serializers.IntegerField(min_value=1, max_value=500, default=50)
+    offset = serializers.IntegerField(min_value=0, max_value=10_000_000, default=0)
+
+
+def page_of(queryset, query: dict) -> tuple[list, dict]:
+    """One page of an ordered ``queryset`` and the ``count``, ``limit`` and ``offset`` that
+    go with it in the response (the count is only queried when the page is full)."""
+    limit, offset = query["limit"], query["offset"]
+    rows = list(queryset[offset:offset + limit])
+    count = queryset.count() if len(rows) == limit or offset else offset + len(rows)
+    return rows, {"count": count, "limit": limit, "offset": offset}
 
 
 # -- Permissions ---------------------------------------------------------------------------

@@ -324,6 +324,12 @@ SYNAPSE = {
     "TRASH_RETENTION_DAYS": env_int("SYNAPSE_TRASH_RETENTION_DAYS", 30),
     "IDEMPOTENCY_TTL_SECONDS": env_int("SYNAPSE_IDEMPOTENCY_TTL_SECONDS", 24 * 3600),
     "KEY_LAST_USED_RESOLUTION_SECONDS": 60,
+    # Per-mind quotas (memories.quotas): a write that would go over one is refused with a
+    # 403 quota_exceeded. Memories count the trash until it is purged; versions are never
+    # pruned; content bytes are the stored bytes of every version's content.
+    "QUOTA_MEMORIES": env_int("SYNAPSE_QUOTA_MEMORIES", 1_000_000),
+    "QUOTA_VERSIONS": env_int("SYNAPSE_QUOTA_VERSIONS", 10_000_000),
+    "QUOTA_CONTENT_BYTES": env_int("SYNAPSE_QUOTA_CONTENT_BYTES", 4 * 1024**3),
 }
 
 # Transport security. Production values make `manage.py check --deploy` clean.

@@ -64,7 +64,8 @@ def error_from_response(response: httpx.Response) -> SynapseError:
         fields = None
     if status == 429 and response.headers.get("Retry-After"):
         message += f" Retry after {response.headers['Retry-After']} seconds."
-    kind = AuthError if status in (401, 403) else SynapseError
+    # A full mind (403 quota_exceeded) is not a credentials problem.
+    kind = AuthError if status in (401, 403) and code != "quota_exceeded" else SynapseError
     return kind(status, code, message, fields)
 
 

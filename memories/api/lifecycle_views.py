@@ -50,9 +50,11 @@ from synapse.api import (
     MIND_PARAMETER,
     Conflict,
     DurationField,
+    PageQuery,
     StrictSerializer,
     TimestampField,
     format_timestamp,
+    page_of,
 )
 
 SYNC_MAX_CHANGES = 5000
@@ -86,11 +88,6 @@ def _reveal_credentials(request, asked: bool) -> bool:
     return asked
 
 
-class PageQuery(serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, max_value=500, default=50)
-    offset = serializers.IntegerField(min_value=0, max_value=10_000_000, default=0)
-
-
 # -- Versions -------------------------------------------------------------------------------
 
 class VersionSerializer(serializers.Serializer):
@@ -117,22 +114,30 @@ class VersionSerializer(serializers.Serializer):
 class VersionListSerializer(serializers.Serializer):
     id = serializers.CharField()
     current_version = serializers.IntegerField()
+    count = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
     versions = VersionSerializer(many=True)
 
 
 class MemoryVersionsView(MemoryScopedView):
-    @extend_schema(operation_id="memory_versions", parameters=[MIND_PARAMETER],
+    query_serializer = PageQuery
+
+    @extend_schema(operation_id="memory_versions", parameters=[MIND_PARAMETER, PageQuery],
                    responses={200: VersionListSerializer, **ERRORS}, tags=["lifecycle"])
     def get(self, request, memory_id: str):
-        """Every version of a memory (in the trash too), oldest first, with its content,
-        fields, who recorded it (and what a backup claimed) and time. The owning mind reads
+        """The versions of a memory (in the trash too), oldest first, a page at a time
+        (``limit``, ``offset``; ``count`` is how many there are), with content, fields,
+        who recorded each (and what a backup claimed) and time. The owning mind reads
         credentials here as with GET."""
         memory = self.memories().filter(pk=memory_id).first()
         if memory is None:
             raise exceptions.NotFound("No such memory.")
-        versions = MemoryVersion.objects.filter(memory=memory).order_by("version")
-        return Response({"id": memory.id, "current_version": memory.version, "versions": [
-            version_payload(snapshot, reveal=True) for snapshot in versions]})
+        versions, page = page_of(
+            MemoryVersion.objects.filter(memory=memory).order_by("version"), self.query)
+        return Response({"id": memory.id, "current_version": memory.version, **page,
+                         "versions": [version_payload(snapshot, reveal=True)
+                                      for snapshot in versions]})
 
 
 class RevertSerializer(StrictSerializer):

@@ -39,6 +39,17 @@ def test_401_and_403_are_auth_errors(status):
         call(answer(status, body), "stats")
 
 
+def test_a_quota_refusal_is_not_an_auth_error():
+    body = {"error": {"status": 403, "code": "quota_exceeded",
+                      "message": "Quota exceeded: this mind may hold 10 memories.",
+                      "quota": {"name": "memories", "limit": 10, "used": 10, "adding": 1}}}
+    with pytest.raises(SynapseError) as caught:
+        call(answer(403, body), "remember", category="fact", content="x")
+    assert not isinstance(caught.value, AuthError)
+    assert str(caught.value) == ("Quota exceeded: this mind may hold 10 memories. "
+                                 "[HTTP 403 quota_exceeded]")
+
+
 def test_an_answer_without_the_error_shape_still_reads_plainly():
     with pytest.raises(SynapseError) as caught:
         call(lambda request: httpx.Response(502, text="<html>Bad gateway</html>"), "stats")

@@ -1,12 +1,17 @@
 """Concurrent writers against a live server never lose an update or answer 5xx."""
 
+import time
 from concurrent.futures import ThreadPoolExecutor
-from threading import Barrier
+from threading import Barrier, Event, Thread
 
 import httpx
 import pytest
+from django.db import connection, transaction
 
-from memories.models import Memory, MemoryVersion
+from memories.models import Memory, MemoryVersion, QuotaCounter
+from memories.quotas import Usage, mind_usage
+from memories.services import memory_store
+from minds.authentication import AgentPrincipal
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -63,3 +68,92 @@ def test_concurrent_stores_with_one_idempotency_key_write_once(live_server, alic
     assert successes
     assert {r.json()["id"] for r in successes} == {Memory.objects.get().id}
     assert MemoryVersion.objects.count() == 1
+
+
+# -- Quota counters (memories.quotas) ---------------------------------------------------------
+
+def _store_new_keys(live_server, plaintext: str, count: int, prefix: str) -> list:
+    start = Barrier(count)
+
+    def store(number: int) -> httpx.Response:
+        with httpx.Client(base_url=live_server.url, timeout=60,
+                          headers={"Authorization": f"Bearer {plaintext}"}) as client:
+            start.wait()
+            return client.post("/memory", json={"category": "fact", "key": f"{prefix}{number}",
+                                                "content": f"Fact number {number}"})
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(store, range(count)))
+
+
+def test_concurrent_writers_of_one_mind_all_succeed_and_the_counters_are_exact(
+        live_server, alice_key):
+    key, plaintext = alice_key
+    responses = _store_new_keys(live_server, plaintext, CLIENTS, "k")
+    assert [r.status_code for r in responses] == [201] * CLIENTS
+    assert mind_usage(key.mind) == Usage(
+        memories=CLIENTS, versions=CLIENTS,
+        content_bytes=sum(len(f"Fact number {n}") for n in range(CLIENTS)))
+    # Striped: the writers spread over several counter rows, not one.
+    assert QuotaCounter.objects.filter(mind=key.mind).count() > 1
+
+
+def test_a_writer_holding_its_counter_slot_does_not_hold_up_the_others(live_server, alice_key):
+    """A single counter row per mind would make every other writer wait here."""
+    key, plaintext = alice_key
+    charged, release = Event(), Event()
+
+    def slow_writer():
+        try:
+            with transaction.atomic():
+                memory_store(mind=key.mind, actor=AgentPrincipal(key=key), category="fact",
+                             key="slow", content="Held open")
+                charged.set()  # its slot row is locked until this transaction ends
+                release.wait(60)
+        finally:
+            connection.close()
+
+    holder = Thread(target=slow_writer)
+    holder.start()
+    try:
+        assert charged.wait(30)
+        with httpx.Client(base_url=live_server.url, timeout=60,
+                          headers={"Authorization": f"Bearer {plaintext}"}) as client:
+            def store(number: int) -> int:
+                try:
+                    return client.post("/memory", timeout=5, json={
+                        "category": "fact", "key": f"quick{number}",
+                        "content": f"Quick {number}"}).status_code
+                except httpx.TimeoutException:
+                    return 0
+            # Eight writers on random slots: the chance that all pick the held one is 16**-8.
+            with ThreadPoolExecutor(8) as pool:
+                finished = list(pool.map(store, range(8)))
+        assert finished.count(201) >= 1
+    finally:
+        release.set()
+        holder.join()
+    # A writer that picked the held slot waited for it (its client gave up after 5 s, the
+    # server did not): let every write finish before comparing the counters with the rows.
+    deadline = time.monotonic() + 60
+    while Memory.objects.filter(mind=key.mind).count() < 9 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert mind_usage(key.mind).memories == Memory.objects.filter(mind=key.mind).count() == 9
+
+
+def test_writers_at_the_limit_never_take_the_mind_over_it(live_server, alice_key, settings):
+    """Each slot holds a share of the limit and no write takes more than its slot's share,
+    so concurrent writers cannot overshoot (memories.quotas)."""
+    key, plaintext = alice_key
+    limit = 10
+    settings.SYNAPSE = {**settings.SYNAPSE, "QUOTA_MEMORIES": limit}
+    for number in range(5):
+        memory_store(mind=key.mind, actor=AgentPrincipal(key=key), category="fact",
+                     key=f"before{number}", content=f"Before {number}")
+    responses = _store_new_keys(live_server, plaintext, CLIENTS, "late")
+    codes = [r.status_code for r in responses]
+    assert sorted(codes) == [201] * (limit - 5) + [403] * (CLIENTS - limit + 5)
+    assert all(r.json()["error"]["code"] == "quota_exceeded" for r in responses
+               if r.status_code == 403)
+    assert Memory.objects.filter(mind=key.mind).count() == limit
+    assert mind_usage(key.mind).memories == limit

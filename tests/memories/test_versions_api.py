@@ -96,3 +96,31 @@ def test_credentials_versions_are_readable_by_the_owning_mind(agent):
                format="json")
     versions = agent.get(f"/memory/{stored['id']}/versions").json()["versions"]
     assert [v["content"] for v in versions] == ["pw-1", "pw-2"]
+
+
+def test_versions_come_a_page_at_a_time(agent, remember):
+    memory = remember(key="counter", content="v1")
+    for number in range(2, 8):
+        remember(key="counter", content=f"v{number}")
+    body = agent.get(f"/memory/{memory.id}/versions?limit=3&offset=2").json()
+    assert (body["count"], body["limit"], body["offset"]) == (7, 3, 2)
+    assert [v["version"] for v in body["versions"]] == [3, 4, 5]
+    assert body["current_version"] == 7
+    last = agent.get(f"/memory/{memory.id}/versions?limit=3&offset=6").json()
+    assert [v["version"] for v in last["versions"]] == [7] and last["count"] == 7
+
+
+def test_versions_default_to_a_page_of_fifty(agent, remember):
+    memory = remember(key="counter", content="v1")
+    for number in range(2, 53):
+        remember(key="counter", content=f"v{number}")
+    body = agent.get(f"/memory/{memory.id}/versions").json()
+    assert (body["count"], body["limit"], len(body["versions"])) == (52, 50, 50)
+
+
+@pytest.mark.parametrize("query", ["limit=0", "limit=501", "offset=-1", "limit=x", "page=2"])
+def test_versions_with_bad_page_parameters_are_400(agent, remember, query):
+    memory = _history(remember)
+    response = agent.get(f"/memory/{memory.id}/versions?{query}")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid"

@@ -245,3 +245,23 @@ def test_filters_fold_away_on_a_phone_and_still_work(phone, alice_mind, agent_me
     # With a filter in use the panel stays open and says how many.
     expect(phone.get_by_label("Category")).to_be_visible()
     expect(phone.locator(".filter-panel > summary")).to_have_text("Filters (1)")
+
+
+def test_a_long_history_pages_and_a_costly_diff_shows_side_by_side(page, alice_mind, remember,
+                                                                   alice):
+    from memories.services import memory_update
+
+    memory = remember(key="counter", content="x\n" * 25_000)  # 50,000 characters
+    for number in range(2, 30):
+        memory_update(memory=memory, actor=alice, content=f"count {number}")
+    memory_update(memory=memory, actor=alice, content="x\ny\n" * 12_500)
+    sign_in(page)
+    page.goto(f"/ui/minds/{alice_mind.id}/memories/{memory.id}?from=1&to=30#diff")
+    expect(page.get_by_test_id("version-count")).to_have_text("(30)")
+    expect(page.locator("tr[data-version]")).to_have_count(25)
+    expect(page.get_by_test_id("diff-side-by-side")).to_be_visible()
+    expect(page.locator(".diff-side-by-side pre")).to_have_count(2)
+    page.get_by_role("link", name="Older →").click()
+    expect(page.locator("tr[data-version]")).to_have_count(5)
+    expect(page.locator('tr[data-version="1"]')).to_be_visible()
+    assert "from=1" in page.url and "to=30" in page.url

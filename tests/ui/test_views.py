@@ -446,6 +446,28 @@ def test_any_two_versions_can_be_compared(owner, ui, remember, alice):
     assert owner.get(ui(f"memories/{memory.id}"), {"from": 9, "to": "x"}).status_code == 200
 
 
+def test_the_version_history_comes_a_page_at_a_time(owner, ui, remember, alice):
+    memory = remember(content="v1")
+    for number in range(2, 61):
+        memory_update(memory=memory, actor=alice, content=f"v{number}")
+    first = owner.get(ui(f"memories/{memory.id}"))
+    html = text(first)
+    assert html.count('data-version="') == 25 and 'data-version="60"' in html
+    assert 'data-version="35"' not in html and "Page 1 of 3" in html
+    assert first.context["diff"]["old"].version == 59
+    # Versions outside the page are still compared, and pages keep the comparison asked.
+    last = owner.get(ui(f"memories/{memory.id}"), {"page": 3, "from": 1, "to": 60})
+    assert [v.version for v in last.context["versions"]] == list(range(10, 0, -1))
+    diff = last.context["diff"]
+    assert (diff["old"].version, diff["new"].version) == (1, 60)
+    assert "from=1&amp;to=60&amp;page=2#versions" in text(last)
+    with CaptureQueriesContext(connection) as queries:
+        owner.get(ui(f"memories/{memory.id}"), {"page": 2})
+    version_reads = [q["sql"] for q in queries.captured_queries
+                     if 'FROM "memories_memoryversion"' in q["sql"]]
+    assert all("LIMIT" in sql or " IN (" in sql or "COUNT(" in sql for sql in version_reads)
+
+
 def test_reverting_makes_a_new_version_equal_to_the_old_one(owner, ui, remember, alice):
     memory = remember(content="original")
     memory_update(memory=memory, actor=alice, content="changed")
@@ -650,6 +672,46 @@ def test_the_memory_page_shows_who_did_what_to_it(owner, ui, remember, alice):
     assert labels[:3] == [("alice", "restored it"), ("alice", "moved it to the trash"),
                           ("alice", "verified it")]
     assert labels[3][1] == "stored it" and labels[3][0].startswith("alice agent")
+
+
+ADVERSARIAL_OLD = "x\n" * 25_000  # 50,000 characters: the most lines a version can have
+ADVERSARIAL_NEW = "x\ny\n" * 12_500  # every other line matches: cubic for SequenceMatcher
+
+
+def test_an_adversarial_50000_character_diff_takes_the_bounded_path(monkeypatch):
+    import memories.views as views
+
+    searches = []
+    real = views.SequenceMatcher.find_longest_match
+    monkeypatch.setattr(views.SequenceMatcher, "find_longest_match",
+                        lambda self, *args: searches.append(args) or real(self, *args))
+    with pytest.raises(views.DiffTooCostly):
+        content_diff(ADVERSARIAL_OLD, ADVERSARIAL_NEW)
+    # Refused before any matching: beyond DIFF_MAX_LINES between the unchanged ends.
+    assert searches == []
+    # Within the line cap, the work budget stops the matching part way.
+    with pytest.raises(views.DiffTooCostly):
+        content_diff("x\n" * 300, "x\ny\n" * 150)
+    assert 0 < len(searches) < 300
+
+
+def test_the_memory_page_shows_costly_versions_side_by_side(owner, ui, remember, alice):
+    memory = remember(content=ADVERSARIAL_OLD)
+    memory_update(memory=memory, actor=alice, content=ADVERSARIAL_NEW)
+    response = owner.get(ui(f"memories/{memory.id}"))
+    assert response.status_code == 200
+    html = text(response)
+    assert 'data-testid="diff-side-by-side"' in html and 'data-testid="diff"' not in html
+    assert response.context["diff"]["side_by_side"] == (ADVERSARIAL_OLD, ADVERSARIAL_NEW)
+
+
+def test_a_small_edit_of_a_long_memory_is_still_diffed_line_by_line():
+    old = "".join(f"Line {n} says something about item {n}.\n" for n in range(1200))
+    new = old.replace("about item 600.", "about item six hundred.")
+    lines = content_diff(old, new)
+    assert [line.kind for line in lines] == ["gap", "same", "same", "same", "del", "ins",
+                                             "same", "same", "same", "gap"]
+    assert ("ins", "six hundred") in lines[5].parts
 
 
 def test_very_long_changed_lines_are_diffed_whole():
