@@ -330,7 +330,12 @@ def read_sync(body) -> Iterator[Change]:
         raise exceptions.ValidationError({"non_field_errors": [SEND_SYNC_LISTS]})
     count, present = 0, False
     for member in body.members():
-        if member.name in ("cursor", "has_more"):
+        if member.name in ("cursor", "has_more"):  # ignored, but typed
+            value = member.scalar() if member.is_scalar else object()  # object(): not built
+            try:
+                SyncSerializer().fields[member.name].run_validation(value)
+            except exceptions.ValidationError as error:
+                raise exceptions.ValidationError({member.name: error.detail}) from None
             continue
         if member.name not in SYNC_LISTS:
             raise exceptions.ValidationError({member.name: ["Unknown field."]})

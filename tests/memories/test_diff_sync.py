@@ -379,6 +379,18 @@ def test_sync_broken_off_half_way_writes_nothing(agent, alice_mind, monkeypatch)
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("extra", [{"cursor": ["tx1"]}, {"has_more": "perhaps"},
+                                   {"cursor": None}, {"colour": "blue"},
+                                   {"memories": {"a": 1}}])
+def test_sync_members_besides_the_changes_are_checked_too(agent, alice_mind, extra):
+    body = {"memories": [item("a", "x", 1)], **extra}
+    response = agent.post("/memory/sync", body, format="json")
+    assert response.status_code == 400
+    assert list(response.json()["error"]["fields"]) == list(extra)
+    assert not Memory.objects.for_mind(alice_mind).exists()
+
+
+@pytest.mark.django_db
 def test_sync_with_a_bad_change_after_good_ones_names_it_and_writes_nothing(agent,
                                                                             alice_mind):
     body = {"memories": [item("a", "x", 1), item("b", "y", 2),
