@@ -46,6 +46,13 @@ def main() -> None:
         os.environ.setdefault(f"SYNAPSE_RATE_{scope}", "100000000/min")
     os.environ.setdefault("SYNAPSE_IMPORT_MAX_BODY_BYTES", str(2**31))
     data_dir = setup_django()
+    try:
+        run(args)
+    finally:
+        teardown(data_dir, args.keep_data)
+
+
+def run(args) -> None:
     import httpx
     from django.contrib.auth import get_user_model
 
@@ -105,7 +112,6 @@ def main() -> None:
         report.write(f"| {args.label} | {machine_line()} | {counts['memories']:,} | "
                      f"{counts['versions']:,} | {size / 1e6:.1f} | {seconds:.1f} | "
                      f"{idle:.0f} | {peak:.0f} | {peak - idle:.0f} |\n")
-    teardown(data_dir, args.keep_data)
 
 
 if __name__ == "__main__":
