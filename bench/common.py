@@ -33,7 +33,8 @@ def setup_django(data_dir: str | None = None) -> str:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     # A benchmark measures latency, not the rate limiter: lift every limit.
-    for scope in ("WRITE", "SEARCH", "SEMANTIC", "EXPORT", "LOGIN", "LOGIN_USERNAME"):
+    for scope in ("WRITE", "SEARCH", "SEMANTIC", "RECALL", "EXPORT", "SYNC", "IMPORT", "LOGIN",
+                  "LOGIN_USERNAME"):
         os.environ.setdefault(f"SYNAPSE_RATE_{scope}", "100000000/min")
     import django
     from django.core.management import call_command

@@ -16,7 +16,6 @@ in constant memory. Embeddings are not exported: the worker recomputes them.
 import csv
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db.models import Prefetch
@@ -33,6 +32,7 @@ from memories.sync import (
 )
 from minds.models import Mind
 from synapse.api import format_timestamp, parse_timestamp
+from synapse.parsers import JSONStream
 from synapse.text import validate_single_line
 
 FORMAT = "synapse.mind-export"
@@ -141,29 +141,21 @@ class BackupInvalid(ValueError):
         self.message = message
 
 
-@dataclass
-class Backup:
-    """A read and checked JSON export (see the module docstring)."""
-
-    memories: list[dict]
-    tombstones: list[dict]
-
-    def changes(self) -> list[Change]:
-        """The current state of every memory and tombstone, as sync changes."""
-        changes = []
-        for item in self.memories:
-            deleted = item["deleted_at"] is not None
-            changes.append(Change(
-                id=item["id"], category=item["category"], key=item["key"],
-                updated_at=item["updated_at"], deleted=deleted, deleted_at=item["deleted_at"],
-                fields={} if deleted else {name: item[name] for name in SYNCED_FIELDS},
-                source=item["source"], verified=item["verified"],
-                verified_at=item["verified_at"], created_at=item["created_at"],
-                redacted=item["content_redacted"] and not deleted))
-        changes += [Change(id=item["id"], category=item["category"], key=item["key"],
-                           updated_at=item["updated_at"], deleted=True,
-                           deleted_at=item["deleted_at"]) for item in self.tombstones]
-        return changes
+def backup_change(kind: str, item: dict) -> Change:
+    """The current state of one memory (``kind`` "memory") or tombstone of a read export
+    (:func:`read_backup`), as a sync change."""
+    if kind == "tombstone":
+        return Change(id=item["id"], category=item["category"], key=item["key"],
+                      updated_at=item["updated_at"], deleted=True,
+                      deleted_at=item["deleted_at"])
+    deleted = item["deleted_at"] is not None
+    return Change(
+        id=item["id"], category=item["category"], key=item["key"],
+        updated_at=item["updated_at"], deleted=deleted, deleted_at=item["deleted_at"],
+        fields={} if deleted else {name: item[name] for name in SYNCED_FIELDS},
+        source=item["source"], verified=item["verified"],
+        verified_at=item["verified_at"], created_at=item["created_at"],
+        redacted=item["content_redacted"] and not deleted)
 
 
 class _Reader:
@@ -275,19 +267,44 @@ class _Reader:
                 "claimed_actor": actor}
 
 
-def parse_backup(data) -> Backup:
-    """Read and check a JSON export. Raises BackupInvalid naming the faulty field."""
-    top = _Reader(data, "export")
-    if top.get("format") != FORMAT:
+def read_backup(body: JSONStream | dict) -> Iterator[tuple[str, dict]]:
+    """Read and check a JSON export as it arrives: ``("memory", item)`` and
+    ``("tombstone", item)`` one at a time, in body order. Members other than ``format``,
+    ``format_version``, ``memories`` and ``tombstones`` are skipped unread. Raises
+    BackupInvalid naming the faulty field (a ``format`` that is wrong or missing, at the
+    latest when the body ends: read it inside the transaction that applies it)."""
+    top = _Reader({}, "export")
+    seen = set()
+    if not isinstance(body, JSONStream):  # no body at all
+        top.fail("format", "This field is required.")
+    for member in body.members():
+        if member.name in ("format", "format_version") and member.is_scalar:
+            top.data[member.name] = member.scalar()
+            _check_format(top, member.name)
+        elif member.name in ("memories", "tombstones"):
+            seen.add(member.name)
+            if not member.is_list:
+                top.fail(member.name, "Expected a list.")
+            if member.name == "memories":
+                yield from (("memory", item) for item in _memories(member.items()))
+            else:
+                yield from (("tombstone", item) for item in _tombstones(member.items()))
+        elif member.name in ("format", "format_version"):
+            top.fail(member.name, "Not a Synapse mind export.")
+    for name in ("format", "format_version"):
+        _check_format(top, name)
+    if "memories" not in seen:
+        top.fail("memories", "This field is required.")
+
+
+def _check_format(top: "_Reader", name: str) -> None:
+    if name == "format" and top.get("format") != FORMAT:
         top.fail("format", f"Not a Synapse mind export (expected {FORMAT!r}).")
-    if top.get("format_version") != FORMAT_VERSION:
+    if name == "format_version" and top.get("format_version") != FORMAT_VERSION:
         top.fail("format_version", f"This server reads format version {FORMAT_VERSION}.")
-    memories_data, tombstones_data = top.get("memories"), top.get("tombstones", [])
-    if not isinstance(memories_data, list):
-        top.fail("memories", "Expected a list.")
-    if not isinstance(tombstones_data, list):
-        top.fail("tombstones", "Expected a list.")
-    memories = []
+
+
+def _memories(memories_data: Iterator) -> Iterator[dict]:
     for position, raw in enumerate(memories_data):
         reader = _Reader(raw, f"memories[{position}]")
         item = {"id": reader.memory_id(), **reader.fields(),
@@ -312,13 +329,14 @@ def parse_backup(data) -> Backup:
                              **snapshot.claims(),
                              "created_at": snapshot.timestamp("created_at", required=True)})
         item["versions"] = versions
-        memories.append(item)
-    tombstones = []
+        yield item
+
+
+def _tombstones(tombstones_data: Iterator) -> Iterator[dict]:
     for position, raw in enumerate(tombstones_data):
         reader = _Reader(raw, f"tombstones[{position}]")
-        tombstones.append({"id": reader.memory_id(),
-                           "category": reader.choice("category", Category.values),
-                           "key": reader.line("key", max_length=200),
-                           "deleted_at": reader.timestamp("deleted_at", required=True),
-                           "updated_at": reader.timestamp("updated_at", required=True)})
-    return Backup(memories=memories, tombstones=tombstones)
+        yield {"id": reader.memory_id(),
+               "category": reader.choice("category", Category.values),
+               "key": reader.line("key", max_length=200),
+               "deleted_at": reader.timestamp("deleted_at", required=True),
+               "updated_at": reader.timestamp("updated_at", required=True)}

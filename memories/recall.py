@@ -16,9 +16,11 @@ holds for rows that got in before.
 """
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
+
+from django.db.models import Count, Q
 
 from memories.models import Category, Memory
 from minds.models import Mind
@@ -29,6 +31,8 @@ REDACTED = "[redacted: credentials are only shown by GET /memory/{id}]"
 MIN_BLOCK_TOKENS = 8
 # Under a budget, stop looking for smaller memories that still fit after this many misses.
 MAX_CONSECUTIVE_MISSES = 200
+# Without a budget, a recall of more memories than this is streamed, in pieces of this many.
+STREAM_CHUNK = 500
 
 
 class RecallItem(NamedTuple):
@@ -77,9 +81,12 @@ def format_block(position: int, memory: Memory | RecallItem) -> str:
 
 def format_header(mind: Mind, memories: list) -> str:
     verified = sum(1 for memory in memories if memory.verified)
+    return _header(mind, len(memories), verified)
+
+
+def _header(mind: Mind, total: int, verified: int) -> str:
     return (f"Mind: {inline(mind.name)}\n"
-            f"Memories: {len(memories)} total ({verified} verified, "
-            f"{len(memories) - verified} unverified)")
+            f"Memories: {total} total ({verified} verified, {total - verified} unverified)")
 
 
 @dataclass
@@ -131,3 +138,42 @@ def build_recall(*, mind: Mind, memories: Iterable, budget: int | None = None,
         result = Recall(mind=mind, memories=[], omitted=omitted + len(chosen), text="",
                         tokens=0)
     return result
+
+
+# -- Without a budget: every memory, streamed ------------------------------------------------
+
+@dataclass
+class RecallTotals:
+    """How many memories an unbudgeted recall shows, counted before it is streamed."""
+
+    total: int
+    verified: int
+
+    @property
+    def unverified(self) -> int:
+        return self.total - self.verified
+
+
+def count_recall(memories) -> RecallTotals:
+    """The totals of ``memories`` (the recall queryset), in one query."""
+    counts = memories.aggregate(total=Count("id"), verified=Count("id", filter=Q(verified=True)))
+    return RecallTotals(total=counts["total"], verified=counts["verified"])
+
+
+def recall_header(mind: Mind, totals: RecallTotals) -> str:
+    return _header(mind, totals.total, totals.verified)
+
+
+def stream_text(*, mind: Mind, totals: RecallTotals, memories: Iterable) -> Iterator[str]:
+    """The text of an unbudgeted recall (the same text :func:`build_recall` lays out), in
+    pieces of STREAM_CHUNK blocks: memory holds one piece, never the mind.
+
+    ``memories`` is an iterator in recall order; the header shows ``totals``, counted just
+    before (a write that lands in between may show in the blocks but not the counts)."""
+    piece = [recall_header(mind, totals)]
+    for position, memory in enumerate(memories, 1):
+        piece.append(format_block(position, memory))
+        if len(piece) >= STREAM_CHUNK:
+            yield "\n\n".join(piece)
+            piece = [""]  # the next piece starts with the blank line before its block
+    yield "\n\n".join(piece) + "\n"

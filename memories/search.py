@@ -2,8 +2,9 @@
 hybrid fusion. The rules are written down in docs/search.md."""
 
 import html
-import math
+import itertools
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -473,18 +474,24 @@ def load_hits(hits: list[tuple[str, float]], text: str) -> list[tuple[Memory, fl
             for memory_id, score in hits if memory_id in by_id]
 
 
-def rank_for_recall(*, mind: Mind, memories, query: str) -> list[Memory]:
+def rank_for_recall(*, mind: Mind, memories, query: str) -> Iterator[Memory]:
     """Recall ordered by hybrid relevance to ``query``: the relevant memories first (best
-    first), then the rest in recall order."""
-    ordered = list(memories.recall_order().defer("search_vector", "embedding"))
-    if not ordered:
-        return ordered
+    first), then the rest in recall order. Streamed: memory holds the FUSION_CANDIDATES
+    ranked memories and one chunk of the rest."""
+    memories = memories.defer("search_vector", "embedding")
+    if not memories.exists():
+        return iter(())
+    # The search runs now, in the view, so a failure is a clean error response rather
+    # than a stream broken off.
     try:
-        ranked = hybrid_search(memories, query, limit=FUSION_CANDIDATES).hits
+        ranked = [memory_id for memory_id, _score in
+                  hybrid_search(memories, query, limit=FUSION_CANDIDATES).hits]
     except QuerySyntaxError:
         ranked = []
-    position = {memory_id: rank for rank, (memory_id, _score) in enumerate(ranked)}
-    return sorted(ordered, key=lambda memory: position.get(memory.id, math.inf))
+    found = memories.in_bulk(ranked)
+    return itertools.chain((found[memory_id] for memory_id in ranked if memory_id in found),
+                           memories.exclude(pk__in=ranked).recall_order().iterator(
+                               chunk_size=500))
 
 
 # -- Related -----------------------------------------------------------------------------

@@ -8,12 +8,12 @@ for every state change, the embedding mark for every change of meaning, and prov
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
@@ -31,12 +31,13 @@ from memories.models import (
     Source,
 )
 from memories.quotas import Ledger, StoredBytes, charging, content_bytes, ledger_for
+from memories.staging import Stage, temporary_table
 from minds.authentication import is_agent
 from minds.models import Mind
 from synapse.ids import new_memory_id
 
 if TYPE_CHECKING:
-    from memories.export import Backup
+    from collections.abc import Iterable
 
 AGENT_DEFAULT_CONFIDENCE = 0.7
 USER_DEFAULT_CONFIDENCE = 1.0
@@ -418,15 +419,24 @@ class SyncResult:
                 "skipped_redacted": self.skipped_redacted, "conflicts": len(self.conflicts)}
 
 
-def memory_sync(*, mind: Mind, actor, changes: list[sync.Change]) -> SyncResult:
+def memory_sync(*, mind: Mind, actor, changes: "Iterable[sync.Change]") -> SyncResult:
     """Apply changes from another instance (memories.sync has the rules). Idempotent.
 
     Whatever arrives from an agent's sync is unverified; a human's sync keeps the
-    ``verified`` flag it carries. One transaction, one ``sync`` audit event.
+    ``verified`` flag it carries. ``changes`` may be read lazily from the request body:
+    they are all read and staged (memories.staging) before the first is applied, so a
+    body that fails half way writes nothing. One transaction, one ``sync`` audit event.
     """
     with transaction.atomic(), charging(mind):
+        stage = Stage()
+        for change in changes:
+            stage.add("change", asdict(change), updated_at=change.updated_at,
+                      deleted=change.deleted)
         _lock_mind(mind)
-        result = _apply_changes(mind=mind, actor=actor, changes=changes)
+        result = SyncResult()
+        for batch in stage.batches(order="change"):
+            _apply_changes(mind=mind, actor=actor, result=result,
+                           changes=[sync.Change(**item) for _kind, item in batch])
         record_event(mind=mind, actor=actor, action="sync",
                      details={**result.counts(), "memory_ids": result.memory_ids[:1000]})
         return result
@@ -437,10 +447,11 @@ def _lock_mind(mind: Mind) -> None:
     Mind.objects.select_for_update().filter(pk=mind.pk).first()
 
 
-def _apply_changes(*, mind: Mind, actor, changes: list[sync.Change]) -> SyncResult:
-    result = SyncResult()
+def _apply_changes(*, mind: Mind, actor, changes: list[sync.Change],
+                   result: SyncResult) -> None:
+    """Apply ``changes``, which come in change order (memories.staging.Stage)."""
     ledger = ledger_for(mind.pk)
-    for change in sorted(changes, key=lambda change: (change.updated_at, change.deleted)):
+    for change in changes:
         if change.redacted:
             result.skipped_redacted += 1
             continue
@@ -451,7 +462,6 @@ def _apply_changes(*, mind: Mind, actor, changes: list[sync.Change]) -> SyncResu
             result.conflicts.append({
                 "id": change.id, "category": change.category, "key": change.key,
                 "reason": "Another memory of this mind holds this category and key."})
-    return result
 
 
 def _apply_change(*, mind: Mind, actor, change: sync.Change, result: SyncResult) -> None:
@@ -627,15 +637,24 @@ class ImportRejected(Exception):
     """An export that cannot be restored as it stands (the message says why)."""
 
 
-def mind_import(*, mind: Mind, actor, backup: "Backup") -> dict:
-    """Restore a JSON export (memories.export.parse_backup) into ``mind``.
+def mind_import(*, mind: Mind, actor, backup: "Iterable[tuple[str, dict]]") -> dict:
+    """Restore a JSON export (the ``("memory" | "tombstone", item)`` pairs of
+    memories.export.read_backup, read lazily from the body) into ``mind``.
 
     Into an empty mind (no memories, not even in the trash) it is restored exactly:
     every version, tombstone, timestamp and provenance, ids kept where no other memory
     holds them. Into a non-empty mind the current states are merged with the sync rules.
-    Agents import unverified memories. One transaction, one ``import`` audit event.
+    Agents import unverified memories. The whole export is read and staged
+    (memories.staging) before anything is written, then applied in batches: memory
+    holds a batch, never the export. One transaction, one ``import`` audit event.
     Raises ImportRejected."""
+    from memories.export import backup_change
+
     with transaction.atomic(), charging(mind):
+        stage = Stage()
+        for kind, item in backup:
+            stage.add(kind, item, updated_at=item["updated_at"],
+                      deleted=kind == "tombstone" or item["deleted_at"] is not None)
         _lock_mind(mind)
         empty = not (Memory.objects.for_mind(mind).exists()
                      or MemoryTombstone.objects.filter(mind=mind).exists())
@@ -643,36 +662,75 @@ def mind_import(*, mind: Mind, actor, backup: "Backup") -> dict:
             try:
                 with transaction.atomic():
                     counts = {"mode": "restore",
-                              **_restore_backup(mind=mind, actor=actor, backup=backup)}
+                              **_restore_backup(mind=mind, actor=actor, stage=stage)}
             except IntegrityError as error:
-                raise ImportRejected(
-                    "The export holds two memories with the same id, two with the same "
-                    "category and key outside the trash, or two versions with the same "
-                    "number.") from error
+                raise ImportRejected(DUPLICATES_IN_EXPORT) from error
         else:
-            result = _apply_changes(mind=mind, actor=actor, changes=backup.changes())
+            result = SyncResult()
+            for batch in stage.batches(order="change"):
+                _apply_changes(mind=mind, actor=actor, result=result,
+                               changes=[backup_change(kind, item) for kind, item in batch])
             counts = {"mode": "merge", **result.counts()}
         record_event(mind=mind, actor=actor, action="import", details=counts)
         return counts
 
 
-def _chunks(items: list, size: int):
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
+DUPLICATES_IN_EXPORT = ("The export holds two memories with the same id, two with the same "
+                        "category and key outside the trash, or two versions with the same "
+                        "number.")
 
 
-def _restore_backup(*, mind: Mind, actor, backup: "Backup") -> dict:
-    memories = [item for item in backup.memories if not item["content_redacted"]]
-    wanted = [item["id"] for item in memories] + [item["id"] for item in backup.tombstones]
+def _free_ids(mind: Mind, wanted: list[str]) -> dict[str, str]:
+    """The id each of ``wanted`` gets: its own, or a new one where another mind holds it.
+
+    ``mind`` was empty when the restore began, so an id it holds now came earlier in
+    the same export: a duplicate, refused."""
     taken: set[str] = set()
-    for chunk in _chunks(wanted, 10_000):
-        taken.update(Memory.objects.filter(pk__in=chunk).values_list("pk", flat=True))
-        taken.update(MemoryTombstone.objects.filter(pk__in=chunk).values_list("pk", flat=True))
-    new_id = {old: new_memory_id() if old in taken else old for old in wanted}
+    for model in (Memory, MemoryTombstone):
+        for pk, mind_id in model.objects.filter(pk__in=wanted).values_list("pk", "mind_id"):
+            if mind_id == mind.pk:
+                raise ImportRejected(DUPLICATES_IN_EXPORT)
+            taken.add(pk)
+    return {old: new_memory_id() if old in taken else old for old in wanted}
+
+
+class _Supersessions:
+    """Which restored memory is superseded by which, kept in temporary tables until
+    every memory has been restored (the newer memory may come later in the export)."""
+
+    def __init__(self):
+        self.ids = temporary_table("old text PRIMARY KEY, new text NOT NULL")
+        self.links = temporary_table("memory text NOT NULL, target text NOT NULL")
+
+    def add(self, chunk: list[dict], new_id: dict[str, str]) -> None:
+        with connection.cursor() as cursor:
+            # Table names here and below are ours (memories.staging), never input.
+            cursor.executemany(f"INSERT INTO {self.ids} VALUES (%s, %s)",  # noqa: S608
+                               [(item["id"], new_id[item["id"]]) for item in chunk])
+            links = [(new_id[item["id"]], item["superseded_by"]) for item in chunk
+                     if item["superseded_by"] is not None]
+            if links:
+                cursor.executemany(f"INSERT INTO {self.links} VALUES (%s, %s)",  # noqa: S608
+                                   links)
+
+    def apply(self) -> None:
+        table = Memory._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(f"UPDATE {table} AS memory SET superseded_by_id = ids.new "  # noqa: S608
+                           f"FROM {self.links} AS link JOIN {self.ids} AS ids "
+                           "ON ids.old = link.target WHERE memory.id = link.memory")
+
+
+def _restore_backup(*, mind: Mind, actor, stage: Stage) -> dict:
     agent = is_agent(actor)
     writer = recorded_by(actor)
-    versions_restored = 0
-    for chunk in _chunks(memories, 1000):
+    supersessions = _Supersessions()
+    restored = versions_restored = skipped_redacted = reassigned = tombstones = 0
+    for batch in stage.batches(kind="memory"):
+        chunk = [item for _kind, item in batch if not item["content_redacted"]]
+        skipped_redacted += len(batch) - len(chunk)
+        new_id = _free_ids(mind, [item["id"] for item in chunk])
+        reassigned += sum(1 for old, new in new_id.items() if old != new)
         rows, versions = [], []
         for item in chunk:
             source = agent_source(item["source"]) if agent else item["source"]
@@ -705,18 +763,20 @@ def _restore_backup(*, mind: Mind, actor, backup: "Backup") -> dict:
             content_bytes=sum(content_bytes(version.content) for version in versions))
         Memory.objects.bulk_create(rows)
         MemoryVersion.objects.bulk_create(versions)
+        supersessions.add(chunk, new_id)
+        restored += len(rows)
         versions_restored += len(versions)
-    superseded = [Memory(id=new_id[item["id"]], superseded_by_id=new_id[item["superseded_by"]])
-                  for item in memories if item["superseded_by"] in new_id]
-    Memory.objects.bulk_update(superseded, ["superseded_by"], batch_size=1000)
-    MemoryTombstone.objects.bulk_create([
-        MemoryTombstone(id=new_id[item["id"]], mind=mind, category=item["category"],
-                        key=item["key"], deleted_at=item["deleted_at"],
-                        updated_at=item["updated_at"]) for item in backup.tombstones])
-    return {"memories": len(memories), "versions": versions_restored,
-            "tombstones": len(backup.tombstones),
-            "skipped_redacted": len(backup.memories) - len(memories),
-            "ids_reassigned": sum(1 for old, new in new_id.items() if old != new)}
+    supersessions.apply()
+    for batch in stage.batches(kind="tombstone"):
+        new_id = _free_ids(mind, [item["id"] for _kind, item in batch])
+        reassigned += sum(1 for old, new in new_id.items() if old != new)
+        MemoryTombstone.objects.bulk_create([
+            MemoryTombstone(id=new_id[item["id"]], mind=mind, category=item["category"],
+                            key=item["key"], deleted_at=item["deleted_at"],
+                            updated_at=item["updated_at"]) for _kind, item in batch])
+        tombstones += len(batch)
+    return {"memories": restored, "versions": versions_restored, "tombstones": tombstones,
+            "skipped_redacted": skipped_redacted, "ids_reassigned": reassigned}
 
 
 # -- Insight: compaction ---------------------------------------------------------------------

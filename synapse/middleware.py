@@ -7,8 +7,10 @@ from django.conf import settings
 
 from synapse.api import error_response
 
-# Routes that restore whole minds take larger bodies.
-_LARGE_BODY_PATHS = ("/memory/mind-import", "/memory/sync")
+# Routes that take many memories at once have their own, larger caps (they read the body
+# as it arrives: synapse.parsers.StreamingJSONParser).
+_LARGE_BODY_LIMITS = {"/memory/mind-import": "IMPORT_MAX_BODY_BYTES",
+                      "/memory/sync": "SYNC_MAX_BODY_BYTES"}
 
 
 class RequestGuardMiddleware:
@@ -29,8 +31,7 @@ class RequestGuardMiddleware:
 
     @staticmethod
     def _refuse(request):
-        limit = (settings.IMPORT_MAX_BODY_BYTES if request.path in _LARGE_BODY_PATHS
-                 else settings.MAX_BODY_BYTES)
+        limit = getattr(settings, _LARGE_BODY_LIMITS.get(request.path, "MAX_BODY_BYTES"))
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:

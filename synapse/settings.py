@@ -243,7 +243,12 @@ LOGOUT_REDIRECT_URL = "/ui/login"
 # Request limits (SPEC §6). The body limit covers JSON bodies; larger ones get a 413.
 MAX_BODY_BYTES = env_int("SYNAPSE_MAX_BODY_BYTES", 5 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
-IMPORT_MAX_BODY_BYTES = env_int("SYNAPSE_IMPORT_MAX_BODY_BYTES", 200 * 1024 * 1024)
+# Import and sync read their bodies as they arrive (memory holds one item at a time), so
+# these caps bound time, not memory. Import: a whole backup (a 100,000-memory export with
+# its versions is 139 MB). Sync: one diff page (default 1000 memories) even at the
+# longest content allowed (50,000 characters each, ~51 MB); at most 5000 changes.
+IMPORT_MAX_BODY_BYTES = env_int("SYNAPSE_IMPORT_MAX_BODY_BYTES", 512 * 1024 * 1024)
+SYNC_MAX_BODY_BYTES = env_int("SYNAPSE_SYNC_MAX_BODY_BYTES", 64 * 1024 * 1024)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -253,7 +258,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["synapse.parsers.JSONParser"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "synapse.negotiation.LenientContentNegotiation",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "synapse.api.exception_handler",
@@ -267,7 +272,12 @@ REST_FRAMEWORK = {
         "write": env_str("SYNAPSE_RATE_WRITE", "600/min"),
         "search": env_str("SYNAPSE_RATE_SEARCH", "600/min"),
         "semantic": env_str("SYNAPSE_RATE_SEMANTIC", "120/min"),
+        # Recall without a budget: the whole mind, streamed.
+        "recall": env_str("SYNAPSE_RATE_RECALL", "120/min"),
         "export": env_str("SYNAPSE_RATE_EXPORT", "30/hour"),
+        # Each sync may write 5000 changes, each import a whole mind.
+        "sync": env_str("SYNAPSE_RATE_SYNC", "60/min"),
+        "import": env_str("SYNAPSE_RATE_IMPORT", "10/hour"),
         "login": env_str("SYNAPSE_RATE_LOGIN", "20/min"),
         # Password attempts on one username from one address (minds.api.views).
         "login_username": env_str("SYNAPSE_RATE_LOGIN_USERNAME", "5/min"),

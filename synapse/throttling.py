@@ -1,4 +1,5 @@
-"""Rate limits by scope (write, search, semantic, export, login), per Mind Key or per user.
+"""Rate limits by scope (write, search, semantic, recall, export, sync, import, login), per
+Mind Key or per user.
 
 Each budget is one row of the UNLOGGED table ``synapse_ratelimit`` (synapse.models), so
 every gunicorn worker and every host behind one PostgreSQL sees the same count; a
@@ -19,6 +20,9 @@ Which scope a request falls in:
 
 A ``search`` request asking for ``mode=semantic`` or ``mode=hybrid`` counts as
 ``semantic``: it runs the embedding model, which costs far more than a keyword query.
+So does a ``recall`` with ``q=`` (hybrid search) and ``/memory/contradictions`` (which
+embeds up to 1,500 memories again). A ``recall`` without a budget (every memory of the
+mind) counts as ``recall``; a budgeted one is not limited.
 """
 
 import math
@@ -31,7 +35,7 @@ from rest_framework.throttling import BaseThrottle
 from minds.authentication import is_agent
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-SCOPES = ("write", "search", "semantic", "export", "login")
+SCOPES = ("write", "search", "semantic", "recall", "export", "sync", "import", "login")
 
 
 def request_scope(request, view) -> str | None:
@@ -48,6 +52,11 @@ def request_scope(request, view) -> str | None:
             scope = "write"
     if scope == "search" and request.query_params.get("mode") in ("semantic", "hybrid"):
         scope = "semantic"
+    elif scope == "recall":
+        if request.query_params.get("q"):
+            scope = "semantic"
+        elif request.query_params.get("budget"):
+            scope = None
     return scope
 
 

@@ -44,6 +44,8 @@ class ContradictionListSerializer(serializers.Serializer):
 
 class ContradictionsView(MemoryScopedView):
     query_serializer = ContradictionsQuerySerializer
+    # Each call embeds up to 1,500 memories again.
+    throttle_scope = "semantic"
 
     @extend_schema(operation_id="memory_contradictions",
                    parameters=[MIND_PARAMETER, ContradictionsQuerySerializer],

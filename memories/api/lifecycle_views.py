@@ -1,8 +1,9 @@
 """Lifecycle routes (SPEC §3–4): versions, trash, expiry, diff and sync, bulk delete,
 export and import, audit and stats."""
 
-import json
+from collections.abc import Iterator
 
+from django.conf import settings
 from django.db.models import Count, Q
 from django.http import StreamingHttpResponse
 from django.utils import timezone
@@ -14,7 +15,6 @@ from drf_spectacular.utils import (
     inline_serializer,
 )
 from rest_framework import exceptions, serializers
-from rest_framework.parsers import BaseParser
 from rest_framework.response import Response
 
 from memories.api.serializers import (
@@ -30,7 +30,7 @@ from memories.export import (
     BackupInvalid,
     export_csv,
     export_json,
-    parse_backup,
+    read_backup,
     version_payload,
 )
 from memories.models import AuditEvent, Category, MemoryTombstone, MemoryVersion, Priority, Source
@@ -56,28 +56,15 @@ from synapse.api import (
     format_timestamp,
     page_of,
 )
+from synapse.parsers import JSONStream, PayloadTooLarge, StreamingJSONParser
 
+# A sync is one diff page pushed to another instance: at most SYNC_MAX_CHANGES changes, in
+# at most settings.SYNC_MAX_BODY_BYTES (a default page of 1000 memories holding the longest
+# content allowed fits). Both are checked while the body is read (synapse.parsers).
 SYNC_MAX_CHANGES = 5000
+SYNC_LISTS = ("added", "updated", "deleted", "memories")
 BULK_DELETE_MAX = 1000
 CONFLICT = {409: OpenApiResponse(description="Conflicts with the current state (error shape)")}
-
-
-class LargeJSONParser(BaseParser):
-    """JSON read from the request stream, for bodies up to IMPORT_MAX_BODY_BYTES.
-
-    DRF's JSONParser goes through ``request.body``, which Django caps at
-    DATA_UPLOAD_MAX_MEMORY_SIZE (the everyday limit); sync and import take whole minds.
-    The size is checked before this runs (synapse.middleware.RequestGuardMiddleware)."""
-
-    media_type = "application/json"
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        if stream is None:
-            return {}
-        try:
-            return json.loads(stream.read())
-        except (ValueError, UnicodeDecodeError) as error:
-            raise exceptions.ParseError(f"The body is not valid JSON: {error}") from None
 
 
 def _reveal_credentials(request, asked: bool) -> bool:
@@ -333,7 +320,9 @@ def _sync_list():
 
 
 class SyncSerializer(StrictSerializer):
-    """``{"added", "updated", "deleted"}`` (a diff, as it came) or ``{"memories"}``."""
+    """``{"added", "updated", "deleted"}`` (a diff, as it came) or ``{"memories"}``.
+
+    Documents the body (OpenAPI); :func:`read_sync` reads it, item by item."""
 
     added = _sync_list()
     updated = _sync_list()
@@ -342,41 +331,55 @@ class SyncSerializer(StrictSerializer):
     cursor = serializers.CharField(required=False, help_text="Ignored (a diff's own).")
     has_more = serializers.BooleanField(required=False, help_text="Ignored (a diff's own).")
 
-    def to_internal_value(self, data):
-        if isinstance(data, dict):
-            total = sum(len(data[name]) for name in ("added", "updated", "deleted", "memories")
-                        if isinstance(data.get(name), list))
-            if total > SYNC_MAX_CHANGES:
-                raise exceptions.ValidationError({"non_field_errors": [
-                    f"A sync carries at most {SYNC_MAX_CHANGES} changes; this one has "
-                    f"{total}. Send it in parts."]})
-        return super().to_internal_value(data)
 
-    def validate(self, attrs):
-        if not any(name in attrs for name in ("added", "updated", "deleted", "memories")):
-            raise serializers.ValidationError(
-                "Send {\"added\", \"updated\", \"deleted\"} or {\"memories\"}.")
-        errors = {}
-        for name in ("added", "updated", "memories"):
-            for position, item in enumerate(attrs.get(name, [])):
-                if "updated_at" not in item and item["deleted_at"] is None:
-                    errors[f"{name}[{position}].updated_at"] = ["This field is required."]
-                elif item["deleted_at"] is None and "content" not in item:
-                    errors[f"{name}[{position}].content"] = ["This field is required."]
-        for position, item in enumerate(attrs.get("deleted", [])):
-            if "updated_at" not in item and item["deleted_at"] is None:
-                errors[f"deleted[{position}].deleted_at"] = [
-                    "A tombstone needs deleted_at or updated_at."]
-        if errors:
-            raise serializers.ValidationError(errors)
-        return attrs
+SEND_SYNC_LISTS = "Send {\"added\", \"updated\", \"deleted\"} or {\"memories\"}."
 
-    def changes(self) -> list[Change]:
-        item = SyncMemorySerializer()
-        data = self.validated_data
-        return [item.to_change(entry, deleted=name == "deleted")
-                for name in ("added", "updated", "deleted", "memories")
-                for entry in data.get(name, [])]
+
+def read_sync(body) -> Iterator[Change]:
+    """The changes of a sync body, each checked as it arrives (SyncMemorySerializer).
+
+    A 413 as soon as the body carries more than SYNC_MAX_CHANGES changes; a 400 naming
+    the item for a bad one. Read it inside the transaction that applies it."""
+    if not isinstance(body, JSONStream):  # no body at all
+        raise exceptions.ValidationError({"non_field_errors": [SEND_SYNC_LISTS]})
+    count, present = 0, False
+    for member in body.members():
+        if member.name in ("cursor", "has_more"):  # ignored, but typed
+            value = member.scalar() if member.is_scalar else object()  # object(): not built
+            try:
+                SyncSerializer().fields[member.name].run_validation(value)
+            except exceptions.ValidationError as error:
+                raise exceptions.ValidationError({member.name: error.detail}) from None
+            continue
+        if member.name not in SYNC_LISTS:
+            raise exceptions.ValidationError({member.name: ["Unknown field."]})
+        present = True
+        if not member.is_list:
+            raise exceptions.ValidationError({member.name: ["Expected a list of items."]})
+        for position, raw in enumerate(member.items()):
+            count += 1
+            if count > SYNC_MAX_CHANGES:
+                raise PayloadTooLarge(f"A sync carries at most {SYNC_MAX_CHANGES} changes. "
+                                      "Send it in parts.")
+            yield _sync_change(member.name, position, raw)
+    if not present:
+        raise exceptions.ValidationError({"non_field_errors": [SEND_SYNC_LISTS]})
+
+
+def _sync_change(name: str, position: int, raw) -> Change:
+    serializer = SyncMemorySerializer(data=raw)
+    if not serializer.is_valid():
+        raise exceptions.ValidationError({name: {position: serializer.errors}})
+    item = serializer.validated_data
+    if "updated_at" not in item and item["deleted_at"] is None:
+        field_name = "deleted_at" if name == "deleted" else "updated_at"
+        message = ("A tombstone needs deleted_at or updated_at." if name == "deleted"
+                   else "This field is required.")
+        raise exceptions.ValidationError({f"{name}[{position}].{field_name}": [message]})
+    if name != "deleted" and item["deleted_at"] is None and "content" not in item:
+        raise exceptions.ValidationError(
+            {f"{name}[{position}].content": ["This field is required."]})
+    return serializer.to_change(item, deleted=name == "deleted")
 
 
 SYNC_RESULT = inline_serializer("SyncResult", {
@@ -386,7 +389,12 @@ SYNC_RESULT = inline_serializer("SyncResult", {
 
 
 class SyncView(MemoryScopedView):
-    parser_classes = [LargeJSONParser]
+    parser_classes = [StreamingJSONParser]
+    throttle_scope = "sync"
+
+    @staticmethod
+    def max_body_bytes() -> int:
+        return settings.SYNC_MAX_BODY_BYTES
 
     @extend_schema(
         operation_id="memory_sync", request=SyncSerializer, parameters=[MIND_PARAMETER],
@@ -396,10 +404,8 @@ class SyncView(MemoryScopedView):
                     "an older update and nothing deleted comes back with an older copy. "
                     "Changes from a Mind Key arrive unverified.")
     def post(self, request):
-        serializer = SyncSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
         result = memory_sync(mind=self.get_mind(), actor=request.user,
-                             changes=serializer.changes())
+                             changes=read_sync(request.data))
         return Response({**result.counts(), "conflicts": result.conflicts})
 
 
@@ -475,7 +481,12 @@ class MindExportView(ExportView):
 
 
 class ImportView(MemoryScopedView):
-    parser_classes = [LargeJSONParser]
+    parser_classes = [StreamingJSONParser]
+    throttle_scope = "import"
+
+    @staticmethod
+    def max_body_bytes() -> int:
+        return settings.IMPORT_MAX_BODY_BYTES
 
     @extend_schema(
         operation_id="memory_import", request=OpenApiTypes.OBJECT, parameters=[MIND_PARAMETER],
@@ -486,11 +497,10 @@ class ImportView(MemoryScopedView):
                     "free), merged with the sync rules into a non-empty one.")
     def post(self, request):
         try:
-            backup = parse_backup(request.data)
+            counts = mind_import(mind=self.get_mind(), actor=request.user,
+                                 backup=read_backup(request.data))
         except BackupInvalid as error:
             raise exceptions.ValidationError({error.path: [error.message]}) from None
-        try:
-            counts = mind_import(mind=self.get_mind(), actor=request.user, backup=backup)
         except ImportRejected as error:
             raise exceptions.ValidationError({"memories": [str(error)]}) from None
         return Response(counts)

@@ -1,10 +1,20 @@
 """Memory serializers: strict input (unknown and server-set fields refused), one output."""
 
-from rest_framework import exceptions, serializers
+import math
+from collections.abc import Iterable, Iterator
 
+from rest_framework import exceptions, serializers
+from rest_framework.renderers import JSONRenderer
+
+from memories import recall as recall_module
 from memories.crypto import CredentialsUnreadable
 from memories.models import Category, Memory, Priority, Source
-from memories.recall import display_content
+from memories.recall import (
+    RecallTotals,
+    display_content,
+    format_block,
+    recall_header,
+)
 from synapse.api import StrictSerializer, TimestampField
 from synapse.text import validate_single_line
 
@@ -160,6 +170,26 @@ class RecallJSONSerializer(serializers.Serializer):
     tokens = serializers.IntegerField()
     omitted = serializers.IntegerField()
     memories = MemorySerializer(many=True)
+
+
+def stream_recall_json(*, mind, totals: RecallTotals, memories: Iterable) -> Iterator[str]:
+    """The JSON of an unbudgeted recall (RecallJSONSerializer's fields), streamed in pieces
+    of STREAM_CHUNK memories. ``tokens`` (those of the text form) comes last: it is known
+    once every memory has been seen."""
+    render = JSONRenderer().render
+    head = {"mind": {"id": mind.id, "name": mind.name}, "total": totals.total,
+            "verified": totals.verified, "unverified": totals.unverified, "omitted": 0}
+    opening = render(head).decode()[:-1] + ',"memories":['
+    # The text form: the header and the blocks, a blank line between, a newline at the end.
+    length = len(recall_header(mind, totals)) + 1
+    piece: list[str] = []
+    for position, memory in enumerate(memories, 1):
+        length += 2 + len(format_block(position, memory))
+        piece.append(render(MemorySerializer(memory).data).decode())
+        if len(piece) >= recall_module.STREAM_CHUNK:
+            yield opening + ",".join(piece)
+            opening, piece = "", [""]  # the next piece starts with a comma
+    yield opening + ",".join(piece) + f'],"tokens":{math.ceil(length / 4)}}}'
 
 
 class HealthSerializer(serializers.Serializer):

@@ -4,7 +4,7 @@ import json
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.http import HttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 from drf_spectacular.types import OpenApiTypes
@@ -12,6 +12,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
+from memories import recall as recall_module
 from memories.api.serializers import (
     HealthSerializer,
     MemoryListQuerySerializer,
@@ -22,9 +23,10 @@ from memories.api.serializers import (
     RecallJSONSerializer,
     RecallQuerySerializer,
     StoreResponseSerializer,
+    stream_recall_json,
 )
 from memories.models import IdempotentRequest, Memory
-from memories.recall import build_recall, recall_items
+from memories.recall import build_recall, count_recall, recall_items, stream_text
 from memories.services import MemoryConflict, memory_delete, memory_store, memory_update
 from synapse.api import MIND_PARAMETER, Conflict, SynapseAPIView
 
@@ -184,6 +186,8 @@ class MemoryDetailView(MemoryScopedView):
 
 class RecallView(MemoryScopedView):
     query_serializer = RecallQuerySerializer
+    # With ?q= it counts as "semantic"; without a budget as "recall" (synapse.throttling).
+    throttle_scope = "recall"
 
     @extend_schema(
         operation_id="memory_recall", parameters=[MIND_PARAMETER, RecallQuerySerializer],
@@ -214,6 +218,10 @@ class RecallView(MemoryScopedView):
                 chunk_size=500)
         else:
             ordered = recall_items(memories.recall_order())
+        if budget is None:
+            totals = count_recall(memories)
+            if totals.total > recall_module.STREAM_CHUNK:
+                return self._stream_everything(mind, totals, ordered, as_json=as_json)
         total = memories.count() if budget is not None and not query.get("q") else None
         recall = build_recall(mind=mind, memories=ordered, budget=budget, total=total)
         headers = {"X-Recall-Tokens": str(recall.tokens),
@@ -230,6 +238,23 @@ class RecallView(MemoryScopedView):
         response = HttpResponse(recall.text, content_type="text/plain; charset=utf-8")
         for name, value in headers.items():
             response[name] = value
+        return response
+
+    @staticmethod
+    def _stream_everything(mind, totals, ordered, *, as_json: bool):
+        """Without a budget recall shows every memory. Beyond STREAM_CHUNK memories the
+        answer is streamed, so a mind of any size is answered in bounded memory; its token
+        count is known only at the end: in the JSON body (last), not in a header."""
+        if as_json:
+            response = StreamingHttpResponse(
+                stream_recall_json(mind=mind, totals=totals, memories=ordered),
+                content_type="application/json")
+        else:
+            response = StreamingHttpResponse(
+                stream_text(mind=mind, totals=totals, memories=ordered),
+                content_type="text/plain; charset=utf-8")
+        response["X-Recall-Omitted"] = "0"
+        response["X-Recall-Count"] = str(totals.total)
         return response
 
 

@@ -281,3 +281,14 @@ def test_clients_of_every_protocol_era_reach_the_same_tools(synapse_server, alic
     result = run(scenario)
     assert not result.is_error, text_of(result)
     assert text_of(result).startswith(f"[{memory.id}] fact/city")
+
+
+def test_mcp_endpoint_answers_deeply_nested_json_with_a_400_parse_error(synapse_server,
+                                                                       alice_key):
+    # /mcp speaks JSON-RPC: a body that does not parse is its "Parse error" (-32700), never
+    # a 500 (the SDK parses with pydantic-core, which stops at a fixed nesting depth).
+    response = httpx.post(f"{synapse_server}/mcp", content="[" * 100_000, timeout=60, headers={
+        **MCP_HEADERS, "Content-Type": "application/json",
+        "Authorization": f"Bearer {alice_key[1]}"})
+    assert response.status_code == 400, response.text[:300]
+    assert response.json()["error"]["code"] == -32700

@@ -1,6 +1,7 @@
 """GET /memory/diff and POST /memory/sync: the cursor never skips, conflicts resolve
 deterministically, deletes win over older updates, nothing deleted comes back."""
 
+import json
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -322,11 +323,84 @@ def test_malformed_sync_is_400_and_writes_nothing(agent, alice_mind, body, field
 
 
 @pytest.mark.django_db
-def test_sync_over_the_cap_is_400_saying_how_to_split_it(agent, alice_mind):
+def test_sync_over_the_cap_is_413_saying_how_to_split_it(agent, alice_mind):
     body = {"memories": [item(f"k{i}", "x", 1) for i in range(5001)]}
     response = agent.post("/memory/sync", body, format="json")
+    assert response.status_code == 413
+    error = response.json()["error"]
+    assert error["code"] == "too_large" and "at most 5000" in error["message"]
+    assert not Memory.objects.for_mind(alice_mind).exists()
+
+
+@pytest.mark.django_db
+def test_sync_stops_reading_at_the_first_change_over_the_cap(agent, alice_mind, monkeypatch):
+    # The body breaks off after the fourth change: read whole it would be a 400 (bad JSON).
+    # Read as it arrives, the fourth change is over a cap of 3 and the answer is a 413.
+    monkeypatch.setattr("memories.api.lifecycle_views.SYNC_MAX_CHANGES", 3)
+    changes = ",".join(json.dumps(item(f"k{i}", "x", 1)) for i in range(4))
+    response = agent.post("/memory/sync", '{"memories": [' + changes + ', {"broken',
+                          content_type="application/json")
+    assert response.status_code == 413
+    assert not Memory.objects.for_mind(alice_mind).exists()
+
+
+@pytest.mark.django_db
+def test_sync_body_is_read_in_pieces_and_applied_in_batches(agent, alice_mind, monkeypatch):
+    from memories import services, staging
+    from synapse import parsers
+
+    monkeypatch.setattr(staging, "BATCH_SIZE", 2)
+    monkeypatch.setattr(parsers, "READ_SIZE", 256)
+    batches, reads = [], []
+    apply_changes, read = services._apply_changes, parsers._CappedReader.read
+    monkeypatch.setattr(services, "_apply_changes", lambda **kw: (
+        batches.append(len(kw["changes"])), apply_changes(**kw))[1])
+    monkeypatch.setattr(parsers._CappedReader, "read", lambda self, size=256: (
+        reads.append(size), read(self, size))[1])
+    body = {"memories": [item(f"k{i}", "x" * 100, i) for i in range(5)]}
+    assert agent.post("/memory/sync", body, format="json").status_code == 200
+    assert batches == [2, 2, 1]
+    assert len(reads) > 3 and max(reads) <= 256
+    assert sorted(live(alice_mind)) == [("fact", f"k{i}") for i in range(5)]
+
+
+@pytest.mark.django_db
+def test_sync_broken_off_half_way_writes_nothing(agent, alice_mind, monkeypatch):
+    from memories import staging
+
+    monkeypatch.setattr(staging, "BATCH_SIZE", 2)
+    changes = ",".join(json.dumps(item(f"k{i}", "x", 1)) for i in range(5))
+    response = agent.post("/memory/sync", '{"memories": [' + changes + ', {"broken',
+                          content_type="application/json")
     assert response.status_code == 400
-    assert "at most 5000" in response.json()["error"]["message"]
+    assert response.json()["error"]["code"] == "parse_error"
+    assert not Memory.objects.for_mind(alice_mind).exists()
+    assert not AuditEvent.objects.filter(mind=alice_mind, action="sync").exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("extra", [{"cursor": ["tx1"]}, {"has_more": "perhaps"},
+                                   {"cursor": None}, {"colour": "blue"},
+                                   {"memories": {"a": 1}}])
+def test_sync_members_besides_the_changes_are_checked_too(agent, alice_mind, extra):
+    body = {"memories": [item("a", "x", 1)], **extra}
+    response = agent.post("/memory/sync", body, format="json")
+    assert response.status_code == 400
+    assert list(response.json()["error"]["fields"]) == list(extra)
+    assert not Memory.objects.for_mind(alice_mind).exists()
+
+
+@pytest.mark.django_db
+def test_sync_with_a_bad_change_after_good_ones_names_it_and_writes_nothing(agent,
+                                                                            alice_mind):
+    body = {"memories": [item("a", "x", 1), item("b", "y", 2),
+                         {"category": "nonsense", "key": "c", "content": "z",
+                          "updated_at": at(3)}]}
+    response = agent.post("/memory/sync", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"] == {
+        "memories": {"2": {"category": ['"nonsense" is not a valid choice.']}}}
+    assert not Memory.objects.for_mind(alice_mind).exists()
 
 
 @pytest.mark.django_db

@@ -318,3 +318,97 @@ def test_a_body_that_is_not_json_is_400(agent, path):
     response = agent.post(path, b'{"memories": [', content_type="application/json")
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "parse_error"
+
+
+# -- Reading an import as it arrives (memories.staging, synapse.parsers) ---------------------
+
+@pytest.fixture
+def batch_of_one(monkeypatch):
+    """Stage and apply one item at a time; record the size of every Memory bulk insert."""
+    from memories import staging
+
+    monkeypatch.setattr(staging, "BATCH_SIZE", 1)
+    sizes = []
+    bulk_create = Memory.objects.bulk_create
+    monkeypatch.setattr(Memory.objects, "bulk_create",
+                        lambda rows, **kw: (sizes.append(len(rows)), bulk_create(rows, **kw))[1])
+    return sizes
+
+
+def test_restore_is_applied_in_batches_and_keeps_every_field(rich_mind, human, alice,
+                                                             batch_of_one):
+    original = export_document(human, rich_mind, include_credentials="true")
+    copy = mind_create(owner=alice, name="Restored")
+    response = human.post(f"/memory/mind-import?mind={copy.id}", original, format="json")
+    assert response.status_code == 200, response.json()
+    assert batch_of_one == [1] * 7
+    # Every id was taken (the original is still here) and reassigned, batch by batch; the
+    # superseded memory still points at its summary.
+    assert response.json()["ids_reassigned"] == 8
+    assert comparable(export_document(human, copy, include_credentials="true")) == \
+        comparable(original)
+
+
+def test_merge_is_applied_in_batches_with_the_sync_rules(rich_mind, human, bob, bob_mind,
+                                                         monkeypatch):
+    from memories import services, staging
+
+    monkeypatch.setattr(staging, "BATCH_SIZE", 2)
+    batches = []
+    apply_changes = services._apply_changes
+    monkeypatch.setattr(services, "_apply_changes", lambda **kw: (
+        batches.append(len(kw["changes"])), apply_changes(**kw))[1])
+    document = export_document(human, rich_mind)
+    bob_human = jwt_client(bob)
+    on = f"?mind={bob_mind.id}"
+    bob_human.post(f"/memory{on}", {"category": "preference", "key": "editor",
+                                    "content": "Emacs, chosen later"}, format="json")
+    body = bob_human.post(f"/memory/mind-import{on}", document, format="json").json()
+    assert (body["mode"], body["stale"]) == ("merge", 1)
+    assert batches == [2, 2, 2, 2]  # 7 memories and 1 tombstone
+    keys = {m.key: m.content for m in Memory.objects.for_mind(bob_mind).current()}
+    assert keys["editor"] == "Emacs, chosen later"
+    assert keys["user_name"] == "Alice Liddell"
+
+
+def test_import_broken_off_half_way_is_400_and_writes_nothing(human, alice, batch_of_one):
+    text = json.dumps(_document_of(6, 100))
+    copy = mind_create(owner=alice, name="Broken")
+    cut = text[:text.index('"k5"')]  # five whole memories, then the body ends
+    response = human.post(f"/memory/mind-import?mind={copy.id}", cut,
+                          content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "parse_error"
+    assert not Memory.objects.for_mind(copy).exists()
+    assert not AuditEvent.objects.filter(mind=copy).exists()
+
+
+def test_import_with_a_wrong_format_at_the_end_writes_nothing(human, alice):
+    document = _document_of(3, 100)
+    text = json.dumps({"memories": document["memories"], "format": "something else"})
+    copy = mind_create(owner=alice, name="Not an export")
+    response = human.post(f"/memory/mind-import?mind={copy.id}", text,
+                          content_type="application/json")
+    assert response.status_code == 400
+    assert "export.format" in response.json()["error"]["fields"]
+    assert not Memory.objects.for_mind(copy).exists()
+
+
+def test_import_with_one_id_twice_in_different_batches_is_400(human, alice, batch_of_one):
+    document = _document_of(3, 100)
+    document["memories"][2]["id"] = document["memories"][0]["id"]
+    copy = mind_create(owner=alice, name="Twins")
+    response = human.post(f"/memory/mind-import?mind={copy.id}", document, format="json")
+    assert response.status_code == 400
+    assert "memories" in response.json()["error"]["fields"]
+    assert not Memory.objects.for_mind(copy).exists()
+
+
+def test_import_skips_members_it_does_not_read_without_building_them(human, alice):
+    document = _document_of(2, 100)
+    text = json.dumps(document)[:-1] + ', "extra": ' + "[" * 10_000 + "]" * 10_000 + "}"
+    copy = mind_create(owner=alice, name="Extra")
+    response = human.post(f"/memory/mind-import?mind={copy.id}", text,
+                          content_type="application/json")
+    assert response.status_code == 200, response.json()
+    assert Memory.objects.for_mind(copy).count() == 2

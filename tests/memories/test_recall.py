@@ -1,5 +1,6 @@
 """GET /memory/recall: the SPEC's text format, ordering, exclusions, budget, options."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -158,3 +159,53 @@ def test_bad_recall_options_are_400(agent, query):
 def test_recall_of_an_empty_mind(agent, alice_mind):
     text = agent.get("/memory/recall").content.decode()
     assert text == f"Mind: {alice_mind.name}\nMemories: 0 total (0 verified, 0 unverified)\n"
+
+
+# -- Without a budget, a large recall is streamed ------------------------------------------
+
+def _mixed_mind(remember, alice_mind, alice):
+    remember(key="low", content="b", priority="low", tags=["x"])
+    remember(key="critical", content="c\nsecond line", priority="critical")
+    for number in range(5):
+        remember(key=f"note_{number}", content=f"Note {number} about tea",
+                 tags=["x"] if number % 2 else [])
+    remember(category="credentials", key="token", content="s3cret")
+    memory_store(mind=alice_mind, actor=alice, category="fact", key="verified",
+                 content="Checked by a human")
+
+
+@pytest.mark.parametrize("query", ["", "format=json", "q=tea", "q=tea&format=json",
+                                   "category=fact", "tag=x"])
+def test_recall_without_a_budget_streams_the_same_answer_in_pieces(
+        agent, remember, alice_mind, alice, monkeypatch, query):
+    from memories import recall
+
+    _mixed_mind(remember, alice_mind, alice)
+    whole = agent.get(f"/memory/recall?{query}")
+    assert not whole.streaming  # nine memories: under the threshold, answered whole
+    monkeypatch.setattr(recall, "STREAM_CHUNK", 2)
+    streamed = agent.get(f"/memory/recall?{query}")
+    assert streamed.status_code == 200 and streamed.streaming
+    pieces = list(streamed.streaming_content)
+    body = b"".join(pieces)
+    if "format=json" in query:
+        assert len(pieces) > 2
+        assert json.loads(body) == whole.json()
+    else:
+        assert len(pieces) > 2 or "=" in query
+        assert body.decode() == whole.content.decode()
+    for header in ("X-Recall-Count", "X-Recall-Omitted", "Content-Type"):
+        assert streamed[header] == whole[header]
+
+
+def test_streamed_recall_of_an_exact_number_of_pieces_ends_like_the_whole_one(
+        agent, remember, monkeypatch):
+    from memories import recall
+
+    for number in range(4):
+        remember(key=f"k{number}", content=f"c{number}")
+    whole = agent.get("/memory/recall").content.decode()
+    monkeypatch.setattr(recall, "STREAM_CHUNK", 2)
+    response = agent.get("/memory/recall")
+    assert response.streaming
+    assert b"".join(response.streaming_content).decode() == whole

@@ -50,7 +50,8 @@ def connection_kept_across_requests():
 
 @pytest.fixture
 def unthrottled(settings):
-    rates = dict.fromkeys(("write", "search", "semantic", "export", "login"), "100000/min")
+    rates = dict.fromkeys(("write", "search", "semantic", "recall", "export", "sync", "import",
+                           "login"), "100000/min")
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": rates}
 
 

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db
 
 ROOT = Path(__file__).resolve().parents[2]
 LOW_RATES = {"write": "2/min", "search": "2/min", "semantic": "2/min", "export": "2/hour",
-             "login": "2/min"}
+             "recall": "2/min", "sync": "2/min", "import": "2/hour", "login": "2/min"}
 
 
 @pytest.fixture
@@ -97,12 +97,45 @@ def test_login_attempts_are_limited_per_client_address(low_rates, alice):
     ("/memory/search", {"q": "docker", "mode": "semantic"}),
     ("/memory/semantic-search", {"q": "docker"}),
     ("/memory/mind-export", {}),
+    ("/memory/recall", {"q": "docker"}),
+    ("/memory/recall", {"q": "docker", "budget": 500}),
+    ("/memory/contradictions", {}),
+    ("/memory/recall", {}),
+    ("/memory/recall", {"format": "json"}),
 ])
 def test_search_semantic_and_export_scopes_are_limited(low_rates, agent, path, params):
     require_route(path)
     for _ in range(2):
         assert agent.get(path, params).status_code == 200
     assert_throttled(agent.get(path, params))
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/memory/sync", {"memories": []}),
+    ("/memory/mind-import", {"format": "synapse.mind-export", "format_version": 1,
+                             "memories": []}),
+])
+def test_sync_and_import_have_their_own_scope(low_rates, settings, agent, path, body):
+    # Writes stay open: only the sync (or import) budget runs out.
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {
+        **LOW_RATES, "write": "100/min"}}
+    for _ in range(2):
+        assert agent.post(path, body, format="json").status_code == 200
+    assert_throttled(agent.post(path, body, format="json"))
+    assert agent.post("/memory", {"category": "note", "content": "still open"},
+                      format="json").status_code == 201
+
+
+def test_recall_with_a_budget_is_not_limited(low_rates, agent):
+    for _ in range(5):
+        assert agent.get("/memory/recall", {"budget": 500}).status_code == 200
+
+
+def test_recall_with_a_query_spends_the_semantic_budget(low_rates, agent):
+    for _ in range(2):
+        assert agent.get("/memory/search", {"q": "docker", "mode": "hybrid"}).status_code == 200
+    assert_throttled(agent.get("/memory/recall", {"q": "docker"}))
+    assert_throttled(agent.get("/memory/contradictions"))
 
 
 def test_rate_limit_counters_live_in_the_shared_database_table(low_rates, agent, alice_key):
