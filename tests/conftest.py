@@ -2,6 +2,7 @@
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.test import Client
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import RefreshToken
 
@@ -20,6 +21,13 @@ def make_user(username: str):
 def key_client(plaintext: str) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {plaintext}")
+    return client
+
+
+def session_client(user) -> Client:
+    """A browser-like client signed in as ``user`` (web UI and admin)."""
+    client = Client()
+    client.force_login(user)
     return client
 
 

@@ -9,12 +9,12 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.db.models import Sum
-from django.test import Client
 from django.utils import timezone
 
 from memories.models import AuditEvent, Memory, MemoryVersion, QuotaCounter
 from memories.quotas import SLOTS, StoredBytes, Usage, mind_usage
 from minds.services import mind_create
+from tests.conftest import session_client
 from tests.memories.test_export_import import export_document
 
 pytestmark = pytest.mark.django_db
@@ -125,8 +125,7 @@ def test_an_import_over_the_quota_is_refused_whole(agent, human, alice, alice_mi
 def test_the_web_ui_says_why_a_memory_was_not_stored(alice, alice_mind, remember, quota):
     remember(key="a", content="a")
     quota(memories=1)
-    owner = Client()
-    owner.force_login(alice)
+    owner = session_client(alice)
     response = owner.post(f"/ui/minds/{alice_mind.id}/memories/new",
                           {"category": "fact", "key": "b", "content": "b", "priority": "normal",
                            "confidence": "1.0", "tags": ""})

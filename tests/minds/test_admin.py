@@ -4,12 +4,11 @@ import re
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.test import Client
 
 from memories.models import AuditEvent, Memory
 from minds.keys import hash_key
 from minds.models import Mind, MindKey
-from tests.conftest import PASSWORD, key_client, make_user
+from tests.conftest import PASSWORD, key_client, make_user, session_client
 
 pytestmark = pytest.mark.django_db
 
@@ -17,8 +16,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def staff(db):
     user = get_user_model().objects.create_superuser("root", "root@example.com", PASSWORD)
-    client = Client()
-    client.force_login(user)
+    client = session_client(user)
     client.user = user
     return client
 
@@ -48,8 +46,7 @@ def test_every_changelist_renders_with_data(staff, remember, url):
 
 
 def test_a_user_who_is_not_staff_is_sent_to_the_login_page(alice):
-    client = Client()
-    client.force_login(alice)
+    client = session_client(alice)
     response = client.get("/admin/minds/mindkey/")
     assert response.status_code == 302
     assert response["Location"].startswith("/admin/login/")
@@ -265,8 +262,7 @@ def test_staff_without_permissions_cannot_verify(remember):
     clerk = make_user("clerk")
     clerk.is_staff = True
     clerk.save()
-    client = Client()
-    client.force_login(clerk)
+    client = session_client(clerk)
     assert client.get("/admin/memories/memory/").status_code == 403
     client.post("/admin/memories/memory/", {"action": "verify",
                                             "_selected_action": [memory.pk]})

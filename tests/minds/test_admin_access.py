@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 from memories.models import AuditEvent, Memory
 from minds.models import Mind, MindKey
 from minds.services import key_issue, mind_create
-from tests.conftest import PASSWORD, make_user
+from tests.conftest import PASSWORD, make_user, session_client
 
 pytestmark = pytest.mark.django_db
 
@@ -34,8 +34,7 @@ def clerk_mind(clerk):
 
 @pytest.fixture
 def clerk_client(clerk) -> Client:
-    client = Client()
-    client.force_login(clerk)
+    client = session_client(clerk)
     return client
 
 
@@ -198,8 +197,7 @@ def test_only_superusers_manage_accounts(clerk_client, clerk):
 def test_superusers_see_every_mind(alices_things, clerk_mind):
     alice_mind, alice_key, memory = alices_things
     root = get_user_model().objects.create_superuser("root", "root@example.com", PASSWORD)
-    client = Client()
-    client.force_login(root)
+    client = session_client(root)
     minds = page(client, "/admin/minds/mind/")
     assert alice_mind.id in minds and clerk_mind.id in minds
     assert memory.id in page(client, "/admin/memories/memory/")

@@ -6,7 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from minds.models import Mind, MindKey
-from tests.conftest import key_client
+from tests.conftest import key_client, session_client
 
 pytestmark = pytest.mark.django_db
 
@@ -54,14 +54,12 @@ def test_demo_setup_creates_once_and_prints_a_working_key(settings, tmp_path):
 
 def test_the_demo_user_is_staff_for_its_own_minds_not_a_superuser(settings, tmp_path, bob_mind):
     from django.contrib.auth import get_user_model
-    from django.test import Client
 
     settings.DATA_DIR = tmp_path
     run("demo_setup")
     demo = get_user_model().objects.get(username="demo")
     assert (demo.is_staff, demo.is_superuser) == (True, False)
-    client = Client()
-    client.force_login(demo)
+    client = session_client(demo)
     minds = client.get("/admin/minds/mind/")
     assert minds.status_code == 200
     assert "Demo Mind" in minds.content.decode() and bob_mind.id not in minds.content.decode()

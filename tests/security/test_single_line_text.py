@@ -10,13 +10,12 @@ from io import StringIO
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
-from django.test import Client
 
 from memories.models import Memory, MemoryVersion
 from minds.models import Mind, MindKey
 from synapse.text import validate_single_line
 from synapse_client.text import format_list, format_memory, format_recall
-from tests.conftest import PASSWORD
+from tests.conftest import PASSWORD, session_client
 
 pytestmark = pytest.mark.django_db
 
@@ -146,8 +145,7 @@ def test_import_refuses_a_tombstone_key_that_breaks_lines(human, backup):
 @pytest.fixture
 def staff(db):
     user = get_user_model().objects.create_superuser("root", "root@example.com", PASSWORD)
-    client = Client()
-    client.force_login(user)
+    client = session_client(user)
     return client
 
 
@@ -181,8 +179,7 @@ def test_the_admin_refuses_a_key_name_that_breaks_lines(staff, alice_mind, alice
 
 @pytest.mark.parametrize("form", [{"key": "a\nb"}, {"tags": f"ok, {FORGED_TAG}"}])
 def test_the_web_ui_memory_form_refuses_it(alice, alice_mind, form):
-    client = Client()
-    client.force_login(alice)
+    client = session_client(alice)
     body = {"category": "fact", "key": "k", "content": "c", "tags": "", "priority": "normal",
             "confidence": "1", "expires_at": "", **form}
     response = client.post(f"/ui/minds/{alice_mind.id}/memories/new", body)
@@ -192,8 +189,7 @@ def test_the_web_ui_memory_form_refuses_it(alice, alice_mind, form):
 
 
 def test_the_web_ui_key_form_refuses_it(alice, alice_mind):
-    client = Client()
-    client.force_login(alice)
+    client = session_client(alice)
     response = client.post(f"/ui/minds/{alice_mind.id}/keys",
                            {"name": "laptop\u2029agent", "scope": "write", "expires_at": ""})
     assert response.status_code == 400

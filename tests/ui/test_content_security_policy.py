@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from memories.services import memory_delete, memory_store, memory_update
 from synapse.middleware import CONTENT_SECURITY_POLICY
-from tests.conftest import PASSWORD
+from tests.conftest import PASSWORD, session_client
 from tests.ui.conftest import sign_in
 
 INLINE = {
@@ -63,8 +63,7 @@ def test_every_ui_and_admin_page_has_the_policy_and_no_inline_script(a_mind_with
     signed_out = Client()
     responses = {"/ui/login": signed_out.get("/ui/login"),
                  "/admin/login/": signed_out.get("/admin/login/")}
-    client = Client()
-    client.force_login(alice)
+    client = session_client(alice)
     for url in ui_pages(mind, memory) + admin_pages(mind, memory):
         responses[url] = client.get(url)
     # The page that shows a new key once, and a form with errors.

@@ -14,7 +14,7 @@ from memories.services import memory_delete, memory_store, memory_update
 from memories.views import content_diff
 from minds.models import Mind, MindKey
 from minds.services import key_issue, key_revoke
-from tests.conftest import PASSWORD
+from tests.conftest import PASSWORD, session_client
 
 pytestmark = pytest.mark.django_db
 
@@ -22,8 +22,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def owner(alice) -> Client:
     """alice, signed in to the web UI."""
-    client = Client()
-    client.force_login(alice)
+    client = session_client(alice)
     return client
 
 
