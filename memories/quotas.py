@@ -34,7 +34,7 @@ from minds.models import Mind
 
 # How many counter rows each mind has: concurrent writers of one mind collide on a slot
 # with probability about 1/SLOTS.
-SLOTS = 16  # migration 0006 spreads existing usage over 16 slots too
+SLOTS = 16  # migration 0007 spreads existing usage over 16 slots too
 QUOTAS = ("memories", "versions", "content_bytes")
 # Each quota's key in settings.SYNAPSE (from the environment variable SYNAPSE_<key>).
 SETTINGS = {"memories": "QUOTA_MEMORIES", "versions": "QUOTA_VERSIONS",
