@@ -4,13 +4,15 @@ Usage lives in ``QuotaCounter``: ``SLOTS`` rows per mind whose sum is the mind's
 and each limit is split into equal per-slot shares (escrow). A write transaction charges
 what it adds to its ``charging(mind)`` scope as it goes — each charge is checked against
 the committed sum, so a write far over a limit is refused before anything is saved — and,
-on leaving the scope, takes the total from one slot with room, picked at random, with a
-single conditional UPDATE: the last lock the transaction takes. Writers of one mind thus
-wait on each other only when they pick the same slot, never while holding a slot another
-is waiting for, and no slot ever goes over its share, so the mind never goes over its
-limit, however many write at once. Only when no single slot has room left (a mind at or
-near its limit) does a writer lock all of the mind's slots, in order, and take what it
-needs from several: near the limit, writers of the mind queue; far from it, they do not.
+on leaving the scope, takes the total from one slot with room that no other open
+transaction holds (``FOR UPDATE SKIP LOCKED``, picked at random), with a single
+conditional UPDATE: the last lock the transaction takes. Writers of one mind thus wait on
+each other only when every slot with room is held by another open write (then they try
+the slots in turn, never holding one while waiting for another), and no slot ever goes
+over its share, so the mind never goes over its limit, however many write at once. Only
+when no single slot has room left (a mind at or near its limit) does a writer lock all of
+the mind's slots, in order, and take what it needs from several: near the limit, writers
+of the mind queue; far from it, they do not.
 
 What is counted: every memory row (in the trash too, until purged), every version
 snapshot, and the stored bytes of every snapshot's content (credentials: the encrypted
@@ -32,8 +34,8 @@ from django.db.models import BigIntegerField, Func, Sum
 from memories.models import QuotaCounter
 from minds.models import Mind
 
-# How many counter rows each mind has: concurrent writers of one mind collide on a slot
-# with probability about 1/SLOTS.
+# How many counter rows each mind has: up to SLOTS writers of one mind hold one each at once;
+# each slot holds 1/SLOTS of every limit.
 SLOTS = 16  # migration 0007 spreads existing usage over 16 slots too
 QUOTAS = ("memories", "versions", "content_bytes")
 # Each quota's key in settings.SYNAPSE (from the environment variable SYNAPSE_<key>).
@@ -113,6 +115,24 @@ _TAKE_FROM_SLOT = """
            OR content_bytes + %(content_bytes)s <= %(share_content_bytes)s)
 """
 
+# The same, on whichever slot with room no other transaction holds (one picked at random):
+# a writer never waits behind another writer's open transaction while a free slot has room.
+_TAKE_FROM_A_FREE_SLOT = """
+    UPDATE memories_quotacounter SET memories = memories + %(memories)s,
+        versions = versions + %(versions)s, content_bytes = content_bytes + %(content_bytes)s
+    WHERE id = (
+        SELECT id FROM memories_quotacounter
+        WHERE mind_id = %(mind)s
+          AND (%(memories)s <= 0 OR memories + %(memories)s
+               <= %(limit_memories)s / %(slots)s + (slot < %(limit_memories)s %% %(slots)s)::int)
+          AND (%(versions)s <= 0 OR versions + %(versions)s
+               <= %(limit_versions)s / %(slots)s + (slot < %(limit_versions)s %% %(slots)s)::int)
+          AND (%(content_bytes)s <= 0 OR content_bytes + %(content_bytes)s
+               <= %(limit_content_bytes)s / %(slots)s
+                  + (slot < %(limit_content_bytes)s %% %(slots)s)::int)
+        ORDER BY random() LIMIT 1 FOR UPDATE SKIP LOCKED)
+"""
+
 
 class _SlotFull(Exception):
     pass
@@ -178,8 +198,16 @@ class Ledger:
             self._take_from_all_slots(pending)
 
     def _take_from_one_slot(self, adding: Usage) -> bool:
-        """Try the slots one by one from a random one; True when one had room."""
+        """Take from a free slot with room; else try the slots one by one from a random
+        one, waiting for those other writers hold; True when one had room."""
         shares = limits()
+        with connection.cursor() as cursor:
+            cursor.execute(_TAKE_FROM_A_FREE_SLOT, {
+                "mind": self.mind.pk, "slots": SLOTS,
+                **{name: getattr(adding, name) for name in QUOTAS},
+                **{f"limit_{name}": limit for name, limit in shares.items()}})
+            if cursor.rowcount == 1:
+                return True
         first = random.randrange(SLOTS)
         for number in range(SLOTS):
             slot = (first + number) % SLOTS
