@@ -57,9 +57,9 @@ class Stage:
     ``updated_at``, a deletion after an update at the same instant, then as sent."""
 
     def __init__(self):
-        self.table = temporary_table("seq bigint PRIMARY KEY, kind text NOT NULL, "
-                                     "updated_at timestamptz, deleted boolean NOT NULL, "
-                                     "item text NOT NULL")
+        # The table is made when the first full batch is flushed: a body of at most one
+        # batch (most syncs) stays in memory and costs no CREATE TABLE.
+        self.table: str | None = None
         self.pending: list[tuple] = []
         self.count = 0
 
@@ -72,6 +72,10 @@ class Stage:
 
     def flush(self) -> None:
         if self.pending:
+            if self.table is None:
+                self.table = temporary_table(
+                    "seq bigint PRIMARY KEY, kind text NOT NULL, updated_at timestamptz, "
+                    "deleted boolean NOT NULL, item text NOT NULL")
             with connection.cursor() as cursor:
                 insert = f"INSERT INTO {self.table} VALUES (%s, %s, %s, %s, %s)"  # noqa: S608
                 cursor.executemany(insert, self.pending)
@@ -81,6 +85,9 @@ class Stage:
                 order: str = "sent") -> Iterator[list[tuple[str, dict]]]:
         """Staged (kind, item) pairs in lists of at most BATCH_SIZE, from a server-side
         cursor: as sent, or in change order (see the class docstring)."""
+        if self.table is None:  # never reached a full batch: all of it is in memory
+            yield from self._batches_in_memory(kind=kind, order=order)
+            return
         self.flush()
         order_by = {"sent": "seq", "change": "updated_at, deleted, kind, seq"}[order]
         where = "WHERE kind = %s" if kind else ""
@@ -90,3 +97,16 @@ class Stage:
             cursor.execute(select, [kind] if kind else [])
             while rows := cursor.fetchmany(BATCH_SIZE):
                 yield [(row_kind, decode(item)) for row_kind, item in rows]
+
+    def _batches_in_memory(self, *, kind: str | None,
+                           order: str) -> Iterator[list[tuple[str, dict]]]:
+        """What :meth:`batches` reads from the table, in the same order (PostgreSQL sorts
+        a missing ``updated_at`` last and ``false`` before ``true``)."""
+        rows = [row for row in self.pending if kind is None or row[1] == kind]
+        if order == "change":
+            rows.sort(key=lambda row: (row[2] is None, row[2] or 0, row[3], row[1], row[0]))
+        else:
+            assert order == "sent", order
+        for start in range(0, len(rows), BATCH_SIZE):
+            yield [(row_kind, decode(item))
+                   for _seq, row_kind, _at, _deleted, item in rows[start:start + BATCH_SIZE]]
