@@ -1,5 +1,6 @@
 """Core memory routes (SPEC §4 "Core"): store, list, get, update, delete, recall, health."""
 
+import itertools
 import json
 
 from django.conf import settings
@@ -219,9 +220,13 @@ class RecallView(MemoryScopedView):
         else:
             ordered = recall_items(memories.recall_order())
         if budget is None:
-            totals = count_recall(memories)
-            if totals.total > recall_module.STREAM_CHUNK:
-                return self._stream_everything(mind, totals, ordered, as_json=as_json)
+            # Up to STREAM_CHUNK memories are answered whole, with no count query; past
+            # that the rest is streamed after the head already read.
+            head = list(itertools.islice(ordered, recall_module.STREAM_CHUNK + 1))
+            if len(head) > recall_module.STREAM_CHUNK:
+                return self._stream_everything(mind, count_recall(memories),
+                                               itertools.chain(head, ordered), as_json=as_json)
+            ordered = head
         total = memories.count() if budget is not None and not query.get("q") else None
         recall = build_recall(mind=mind, memories=ordered, budget=budget, total=total)
         headers = {"X-Recall-Tokens": str(recall.tokens),
