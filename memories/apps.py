@@ -1,3 +1,5 @@
+"""App config of ``memories``: the memories of each mind, with their services, search and API."""
+
 from django.apps import AppConfig
 
 

@@ -1,16 +1,4 @@
-"""Compaction: plan clusters of near-duplicate unverified agent memories and their summaries.
-
-Planning only reads (and may run the embedding model); ``services.memory_compact`` applies
-a plan in one transaction. Who is a candidate: current (not in the trash, not superseded),
-unexpired, unverified memories written by an agent (``source`` agent or tool), never
-credentials, never summaries (``source=system``) — so a compaction can always be undone by
-``services.memory_uncompact`` without unpicking older ones.
-
-Two memories are near-duplicates when they have the same category and their embeddings
-are very close (cosine ≥ ``SAME_MEANING``), or close (≥ ``SAME_MEANING_WITH_TAG``) and they
-share a tag. A cluster needs every pair of its members to be near-duplicates (complete
-linkage), so a chain a≈b≈c never pulls unrelated a and c together.
-"""
+"""Compaction: plan clusters of near-duplicate unverified agent memories and their summaries."""
 
 import hashlib
 import re
@@ -24,6 +12,8 @@ from memories.embeddings import embed_texts, embedding_text, model_name
 from memories.models import PRIORITY_RANK, Category, Memory, Source
 from minds.models import Mind
 
+# Two memories of one category are near-duplicates when their embeddings are very close
+# (cosine ≥ SAME_MEANING), or close (≥ SAME_MEANING_WITH_TAG) and they share a tag.
 SAME_MEANING = 0.86
 SAME_MEANING_WITH_TAG = 0.75
 # Sentences at least this close say the same thing; the summary keeps the first.
@@ -61,7 +51,13 @@ class CompactionPlan:
 
 def compaction_candidates(*, mind: Mind, older_than: timedelta | None = None,
                           category: str | None = None):
-    """Memories compaction may touch: current, unexpired, unverified, by an agent."""
+    """Memories compaction may touch: current, unexpired, unverified, by an agent.
+
+    Current means not in the trash and not superseded; written by an agent means ``source``
+    agent or tool; never credentials, never summaries (``source=system``) — so a
+    compaction can always be undone by ``services.memory_uncompact`` without unpicking
+    older ones.
+    """
     memories = (Memory.objects.for_mind(mind).in_recall()
                 .filter(verified=False, source__in=AGENT_SOURCES)
                 .exclude(category=Category.CREDENTIALS))
@@ -111,7 +107,10 @@ def link_matrix(memories: list[Memory], similarity: np.ndarray) -> np.ndarray:
 def cluster_memories(memories: list[Memory], vectors: np.ndarray,
                      min_cluster_size: int) -> list[tuple[list[int], float]]:
     """Complete-linkage clusters (positions into ``memories``) and their lowest similarity,
-    largest first."""
+    largest first.
+
+    A cluster needs every pair of its members to be near-duplicates (complete linkage), so
+    a chain a≈b≈c never pulls unrelated a and c together."""
     if not memories:
         return []
     similarity = vectors @ vectors.T
@@ -215,7 +214,10 @@ def summarise(cluster: ClusterPlan, known: dict[str, np.ndarray] | None = None) 
 def plan_compaction(*, mind: Mind, older_than: timedelta | None = None,
                     category: str | None = None, max_clusters: int = 50,
                     min_cluster_size: int = 2) -> CompactionPlan:
-    """Which memories to merge and what each summary says. Changes nothing."""
+    """Which memories to merge and what each summary says. Changes nothing.
+
+    Planning only reads (and may run the embedding model); ``services.memory_compact``
+    applies a plan in one transaction."""
     memories = list(compaction_candidates(mind=mind, older_than=older_than,
                                           category=category)[:MAX_CANDIDATES])
     vectors = memory_vectors(memories)

@@ -1,19 +1,4 @@
-"""Contradictions: pairs of memories that likely say opposite things about the same subject.
-
-Two steps. *Same subject*: candidate pairs come from the embeddings — the nearest
-neighbours of each memory (pgvector over stored vectors, and the model in-process for
-memories still waiting for the worker). *Conflicting content*: rules over the two texts,
-aligned word by word —
-
-- negation: one says "not", "never", "no longer"… about what the other affirms;
-- opposites: the same sentence with an antonym swapped in (enabled/disabled, likes/dislikes);
-- different numbers, dates or versions in the same slot ("port 5432" / "port 5433");
-- a different value after "is", "in", "at"… in otherwise the same sentence.
-
-Each pair gets a reason and a score (rule strength blended with the subject similarity).
-Credentials never take part (their content is encrypted, and never shown). Precision and
-recall on the labelled set in tests/memories/data/contradiction_pairs.json: docs/insight.md.
-"""
+"""Contradictions: pairs of memories that likely say opposite things about the same subject."""
 
 import difflib
 import functools
@@ -206,7 +191,16 @@ def _opposite(left: list[str], right: list[str]) -> tuple[str, str] | None:
 
 
 def assess(first: str, second: str, similarity: float) -> Conflict | None:
-    """Whether two texts about the same subject (cosine ``similarity``) conflict, and how."""
+    """Whether two texts about the same subject (cosine ``similarity``) conflict, and how.
+
+    Rules over the two texts, aligned word by word:
+
+    - negation: one says "not", "never", "no longer"… about what the other affirms;
+    - opposites: the same sentence with an antonym swapped in (enabled/disabled,
+      likes/dislikes);
+    - different numbers, dates or versions in the same slot ("port 5432" / "port 5433");
+    - a different value after "is", "in", "at"… in otherwise the same sentence.
+    """
     if similarity < SAME_SUBJECT:
         return None
     words_a, words_b = tokens(first), tokens(second)
@@ -241,6 +235,7 @@ def assess(first: str, second: str, similarity: float) -> Conflict | None:
 
 
 def score(conflict: Conflict, similarity: float) -> float:
+    """A pair's score: the rule's strength blended with the subject similarity."""
     return round(0.6 * conflict.strength + 0.4 * similarity, 3)
 
 
@@ -257,7 +252,8 @@ class Contradiction:
 
 
 def contradiction_candidates(mind: Mind):
-    """Memories that take part: current, unexpired, not credentials."""
+    """Memories that take part: current, unexpired, not credentials (their content is
+    encrypted, and never shown)."""
     return (Memory.objects.for_mind(mind).in_recall().exclude(category=Category.CREDENTIALS)
             .defer("search_vector"))
 
@@ -304,7 +300,13 @@ def _stored_vectors(ids: list[str]) -> dict[str, np.ndarray]:
 def find_contradictions(*, mind: Mind, within: timedelta | None = None,
                         limit: int = 50) -> list[Contradiction]:
     """Likely contradicting pairs, best first. With ``within``, one memory of each pair was
-    updated within that window."""
+    updated within that window.
+
+    Two steps. *Same subject*: candidate pairs come from the embeddings — the nearest
+    neighbours of each memory (pgvector over stored vectors, and the model in-process for
+    memories still waiting for the worker). *Conflicting content*: :func:`assess`; each pair
+    gets a reason and a :func:`score`. Precision and recall on the labelled set in
+    tests/memories/data/contradiction_pairs.json: docs/insight.md."""
     # Vectors stay in the database unless needed here: parsing them costs more than the rules.
     memories = contradiction_candidates(mind).defer("embedding")
     side_qs = memories.filter(updated_at__gte=timezone.now() - within) if within else memories

@@ -1,18 +1,4 @@
-"""Encryption at rest of ``credentials`` content: the one place that seals and opens it.
-
-A ``credentials`` memory (and every version snapshot of one) stores a Fernet token in
-``content``, never the plaintext; other categories store plaintext. Keys come from
-``settings.CREDENTIALS_KEYS`` (env ``SYNAPSE_CREDENTIALS_KEYS``, newest first): the newest
-encrypts, all of them decrypt, and ``manage.py rotate_credentials`` re-encrypts every token
-with the newest one.
-
-Readers never touch ``content`` of a credentials row directly:
-
-- to show a memory to an agent or in a listing: ``memories.recall.display_content`` (redacted);
-- to reveal the plaintext (``GET /memory/{id}``, or a human explicitly asking for it):
-  ``memory.plaintext_content()`` (Memory and MemoryVersion), i.e. ``open_content`` here;
-- to write: pass plaintext to the services (memories/services.py), which seal it.
-"""
+"""Encryption at rest of ``credentials`` content: the one place that seals and opens it."""
 
 import functools
 
@@ -35,7 +21,11 @@ def _fernet(keys: tuple[str, ...]) -> MultiFernet:
 
 
 def keyring() -> MultiFernet:
-    """The configured keys, newest first (read at call time, so tests can override them)."""
+    """The configured keys, newest first (read at call time, so tests can override them).
+
+    They come from ``settings.CREDENTIALS_KEYS`` (env ``SYNAPSE_CREDENTIALS_KEYS``): the
+    newest encrypts, all of them decrypt, and ``manage.py rotate_credentials`` re-encrypts
+    every token with the newest one (:func:`rotate_token`)."""
     return _fernet(tuple(settings.CREDENTIALS_KEYS))
 
 
@@ -53,12 +43,24 @@ def decrypt(token: str) -> str:
 
 
 def seal_content(category: str, plaintext: str) -> str:
-    """What to store in ``content`` for ``plaintext`` in ``category``."""
+    """What to store in ``content`` for ``plaintext`` in ``category``.
+
+    A ``credentials`` memory (and every version snapshot of one) stores a Fernet token in
+    ``content``, never the plaintext; other categories store plaintext."""
     return encrypt(plaintext) if category == CREDENTIALS else plaintext
 
 
 def open_content(category: str, stored: str) -> str:
-    """The plaintext of a stored ``content`` (decrypted for credentials)."""
+    """The plaintext of a stored ``content`` (decrypted for credentials).
+
+    Readers never touch ``content`` of a credentials row directly:
+
+    - to show a memory to an agent or in a listing: ``memories.recall.display_content``
+      (redacted);
+    - to reveal the plaintext (``GET /memory/{id}``, or a human explicitly asking for it):
+      ``memory.plaintext_content()`` (Memory and MemoryVersion), i.e. this function;
+    - to write: pass plaintext to the services (memories/services.py), which seal it.
+    """
     return decrypt(stored) if category == CREDENTIALS else stored
 
 

@@ -1,25 +1,4 @@
-"""Per-mind quotas: how many memories, versions and bytes of content a mind may hold.
-
-Usage lives in ``QuotaCounter``: ``SLOTS`` rows per mind whose sum is the mind's usage,
-and each limit is split into equal per-slot shares (escrow). A write transaction charges
-what it adds to its ``charging(mind)`` scope as it goes — each charge is checked against
-the committed sum, so a write far over a limit is refused before anything is saved — and,
-on leaving the scope, takes the total from one slot with room that no other open
-transaction holds (``FOR UPDATE SKIP LOCKED``, picked at random), with a single
-conditional UPDATE: the last lock the transaction takes. Writers of one mind thus wait on
-each other only when every slot with room is held by another open write (then they try
-the slots in turn, never holding one while waiting for another), and no slot ever goes
-over its share, so the mind never goes over its limit, however many write at once. Only
-when no single slot has room left (a mind at or near its limit) does a writer lock all of
-the mind's slots, in order, and take what it needs from several: near the limit, writers
-of the mind queue; far from it, they do not.
-
-What is counted: every memory row (in the trash too, until purged), every version
-snapshot, and the stored bytes of every snapshot's content (credentials: the encrypted
-token). Versions are never pruned; a mind at its quota can still read, update in place
-what needs no new version, delete and purge, and the operator can raise the limits
-(SYNAPSE_QUOTA_*).
-"""
+"""Per-mind quotas: how many memories, versions and bytes of content a mind may hold."""
 
 import random
 from collections.abc import Iterator
@@ -37,6 +16,9 @@ from minds.models import Mind
 # How many counter rows each mind has: up to SLOTS writers of one mind hold one each at once;
 # each slot holds 1/SLOTS of every limit.
 SLOTS = 16  # migration 0007 spreads existing usage over 16 slots too
+# What is counted: every memory row (in the trash too, until purged), every version
+# snapshot, and the stored bytes of every snapshot's content (credentials: the encrypted
+# token). Tombstones, audit events and idempotency records are not.
 QUOTAS = ("memories", "versions", "content_bytes")
 # Each quota's key in settings.SYNAPSE (from the environment variable SYNAPSE_<key>).
 SETTINGS = {"memories": "QUOTA_MEMORIES", "versions": "QUOTA_VERSIONS",
@@ -44,7 +26,11 @@ SETTINGS = {"memories": "QUOTA_MEMORIES", "versions": "QUOTA_VERSIONS",
 
 
 class QuotaExceeded(Exception):
-    """A write would take a mind over one of its quotas; nothing was written."""
+    """A write would take a mind over one of its quotas; nothing was written.
+
+    Versions are never pruned; a mind at its quota can still read, update in place what
+    needs no new version, delete and purge, and the operator can raise the limits
+    (SYNAPSE_QUOTA_*)."""
 
     def __init__(self, *, quota: str, limit: int, used: int, adding: int):
         self.quota, self.limit, self.used, self.adding = quota, limit, used, adding
@@ -150,7 +136,10 @@ def share(limit: int, slot: int) -> int:
 
 
 class Ledger:
-    """What one transaction adds to (or frees from) one mind's usage."""
+    """What one transaction adds to (or frees from) one mind's usage.
+
+    The counters are an escrow over ``SLOTS`` rows per mind; how writers share them without
+    queueing or overshooting: docs/internals.md, "memories/quotas.py"."""
 
     def __init__(self, mind: Mind):
         self.mind = mind

@@ -1,12 +1,4 @@
-"""The stage: where a sync or an import holds what it has read until the body has been read.
-
-A body of any size is read item by item (synapse.parsers.JSONStream), each item checked
-and written to a temporary table of the transaction (dropped at its end), in batches of
-BATCH_SIZE. Only when the whole body has parsed and checked are the items applied,
-read back from the stage in batches: a body that breaks off half way is a 400 before
-anything is written (validate, then apply, in one transaction), and the server's memory
-holds one batch, never the body.
-"""
+"""The stage: where a sync or an import holds what it has read until the body has been read."""
 
 import json
 import uuid
@@ -52,6 +44,13 @@ def temporary_table(columns: str) -> str:
 
 class Stage:
     """A temporary table of (kind, item) rows; call inside ``transaction.atomic()``.
+
+    A body of any size is read item by item (synapse.parsers.JSONStream), each item checked
+    and added here, written to a temporary table of the transaction (dropped at its end) in
+    batches of BATCH_SIZE. Only when the whole body has parsed and checked are the items
+    applied, read back from the stage in batches: a body that breaks off half way is a 400
+    before anything is written (validate, then apply, in one transaction), and the server's
+    memory holds one batch, never the body.
 
     ``rows(order="change")`` reads them back in the order sync applies changes: by
     ``updated_at``, a deletion after an update at the same instant, then as sent."""

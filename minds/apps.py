@@ -1,3 +1,5 @@
+"""App config of ``minds``: minds, Mind Keys and the OpenAPI auth extension."""
+
 from django.apps import AppConfig
 
 

@@ -1,10 +1,4 @@
-"""Mind Key secrets: generate, hash, and check in constant time.
-
-A key reads ``mk_`` + a 12-character lookup prefix + a 40-character secret (base62).
-Only the prefix, a SHA-256 of the whole key and its last four characters are stored:
-the secret is 238 random bits, so a fast hash is as good as a slow one here and keeps
-authentication cheap on every request.
-"""
+"""Mind Key secrets: generate, hash, and check in constant time."""
 
 import hashlib
 import hmac
@@ -12,6 +6,7 @@ from dataclasses import dataclass
 
 from synapse.ids import ALPHABET, random_token
 
+# A key reads ``mk_`` + a 12-character lookup prefix + a 40-character secret (base62).
 KEY_PREFIX = "mk_"
 LOOKUP_LENGTH = 12
 SECRET_LENGTH = 40
@@ -19,6 +14,11 @@ SECRET_LENGTH = 40
 
 @dataclass(frozen=True)
 class NewKey:
+    """A fresh key: the plaintext (shown once) and what is stored of it.
+
+    Only the lookup prefix, a SHA-256 of the whole key and its last four characters are
+    stored."""
+
     plaintext: str
     lookup: str
     hashed: str
@@ -26,6 +26,8 @@ class NewKey:
 
 
 def hash_key(plaintext: str) -> str:
+    # The secret is 238 random bits, so a fast hash is as good as a slow one here and keeps
+    # authentication cheap on every request.
     return hashlib.sha256(plaintext.encode()).hexdigest()
 
 

@@ -1,3 +1,5 @@
+"""App configs of the project package: ``synapse`` itself and the rate-limited admin site."""
+
 from django.apps import AppConfig
 from django.contrib.admin import apps as admin_apps
 

@@ -1,16 +1,4 @@
-"""ASGI entry point: ``/mcp`` (MCP over streamable HTTP, Mind Key required) beside Django.
-
-Django runs as its WSGI application on a fixed pool of threads (a2wsgi): each thread keeps
-its database connection as under gunicorn's gthread workers, whereas Django's own ASGI
-handler starts a thread per request, under which persistent connections must be turned
-off (Django docs, "Persistent connections"). The MCP tools (synapse_client.tools, the same
-set ``synapse-mcp`` serves over stdio) reach the REST API in-process through
-``httpx.ASGITransport`` with the caller's own key, so ``/mcp`` obeys exactly the REST
-rules: the key's mind, its scope, rate limits and audit.
-
-``/mcp`` is stateless (one JSON answer per POST, no server-side session), so any worker
-of any process can answer any request.
-"""
+"""ASGI entry point: ``/mcp`` (MCP over streamable HTTP, Mind Key required) beside Django."""
 
 import asyncio
 import logging
@@ -45,6 +33,10 @@ MCP_PATH = "/mcp"
 access_log = logging.getLogger("synapse.access")
 logger = logging.getLogger("synapse.mcp")
 
+# Django runs as its WSGI application on a fixed pool of threads (a2wsgi): each thread keeps
+# its database connection as under gunicorn's gthread workers, whereas Django's own ASGI
+# handler starts a thread per request, under which persistent connections must be turned
+# off (Django docs, "Persistent connections").
 django_app = WSGIMiddleware(wsgi_application,
                             workers=int(os.environ.get("SYNAPSE_THREADS", "4")))
 
@@ -96,7 +88,12 @@ def _refusal(status: int, code: str, message: str) -> JSONResponse:
 
 @asynccontextmanager
 async def client_for_call(ctx):
-    """A REST client for one tool call: the caller's key, host and address, in-process."""
+    """A REST client for one tool call: the caller's key, host and address, in-process.
+
+    The MCP tools (synapse_client.tools, the same set ``synapse-mcp`` serves over stdio)
+    reach the REST API through ``httpx.ASGITransport`` with the caller's own key, so
+    ``/mcp`` obeys exactly the REST rules: the key's mind, its scope, rate limits and audit.
+    """
     request = ctx.request_context.request
     headers = request.headers
     key = _bearer_key(headers) or ""
@@ -110,6 +107,8 @@ async def client_for_call(ctx):
 
 
 mcp_server = build_server(client_for_call)
+# Stateless (one JSON answer per POST, no server-side session), so any worker of any
+# process can answer any request.
 mcp_app = mcp_server.streamable_http_app(
     streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
     max_request_body_size=settings.MAX_BODY_BYTES,

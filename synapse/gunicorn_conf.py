@@ -1,11 +1,4 @@
-"""gunicorn settings for Synapse (``gunicorn -c synapse/gunicorn_conf.py``).
-
-Workers are uvicorn's (ASGI): ``synapse.asgi`` serves ``/mcp`` beside Django, which runs
-on a pool of ``SYNAPSE_THREADS`` threads per worker (see synapse/asgi.py). uvicorn's own
-access log is off because its lines carry the query string (where a ``?key=mk_…`` or
-private search text may be); ``synapse.asgi`` logs one line per request with the path only,
-and Django's LOGGING (with the redaction filter) handles every logger.
-"""
+"""gunicorn settings for Synapse (``gunicorn -c synapse/gunicorn_conf.py``)."""
 
 import multiprocessing
 import os
@@ -14,6 +7,13 @@ from uvicorn_worker import UvicornWorker
 
 
 class SynapseWorker(UvicornWorker):
+    """uvicorn's (ASGI) worker: ``synapse.asgi`` serves ``/mcp`` beside Django, which runs on
+    a pool of ``SYNAPSE_THREADS`` threads per worker (see synapse/asgi.py)."""
+
+    # uvicorn's own access log is off because its lines carry the query string (where a
+    # ``?key=mk_…`` or private search text may be); synapse.asgi logs one line per request
+    # with the path only, and Django's LOGGING (with the redaction filter) handles every
+    # logger.
     CONFIG_KWARGS = {**UvicornWorker.CONFIG_KWARGS, "access_log": False, "lifespan": "on"}
 
 

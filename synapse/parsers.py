@@ -1,17 +1,4 @@
-"""Request body parsers: JSON that never turns into a 500, and JSON read as it arrives.
-
-Python's ``json`` module recurses once per nesting level, so ``[[[[…`` a hundred
-thousand deep raises RecursionError, which DRF does not catch; and a value nested a few
-hundred levels deep can still exhaust the stack later, when a serializer formats it into
-an error message. Every DRF route parses JSON with :class:`JSONParser` (settings
-``DEFAULT_PARSER_CLASSES``), which answers both with a 400.
-
-The bulk routes (sync, import) take bodies of many megabytes. :class:`StreamingJSONParser`
-does not read them at all: it hands the view a :class:`JSONStream`, which the service
-reads member by member and item by item with ijson (a C parser that keeps its own stack),
-in pieces of ``READ_SIZE`` bytes, so memory holds one item at a time whatever the size
-of the body.
-"""
+"""Request body parsers: JSON that never turns into a 500, and JSON read as it arrives."""
 
 from collections.abc import Iterator
 
@@ -38,7 +25,14 @@ def _too_deep(value) -> bool:
 
 
 class JSONParser(parsers.JSONParser):
-    """DRF's JSON parser; a body nested too deeply is a 400 like any other bad JSON."""
+    """DRF's JSON parser; a body nested too deeply is a 400 like any other bad JSON.
+
+    Python's ``json`` module recurses once per nesting level, so ``[[[[…`` a hundred
+    thousand deep raises RecursionError, which DRF does not catch; and a value nested a few
+    hundred levels deep can still exhaust the stack later, when a serializer formats it
+    into an error message. Every DRF route parses JSON with this class (settings
+    ``DEFAULT_PARSER_CLASSES``), which answers both with a 400.
+    """
 
     def parse(self, stream, media_type=None, parser_context=None):
         try:
@@ -186,7 +180,12 @@ class JSONStream:
 
 class StreamingJSONParser(parsers.BaseParser):
     """Hands the view a :class:`JSONStream` over the request body instead of parsed data;
-    the view's ``max_body_bytes`` caps what is read."""
+    the view's ``max_body_bytes`` caps what is read.
+
+    For the bulk routes (sync, import), whose bodies run to many megabytes: the service
+    reads the stream member by member and item by item with ijson (a C parser that keeps
+    its own stack), in pieces of ``READ_SIZE`` bytes, so memory holds one item at a time
+    whatever the size of the body."""
 
     media_type = "application/json"
 

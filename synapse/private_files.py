@@ -1,27 +1,26 @@
-"""Files only their owner may read (secrets, keys, demo credentials): mode 0600 from birth.
-
-Writing a file and then ``chmod``-ing it leaves a moment in which the file exists with the
-umask's mode (often 0644): another local user who opens it then keeps the descriptor, and
-reads the secret after the chmod. Here the file is created by ``os.open(…, O_CREAT |
-O_EXCL, 0o600)``, so it never has a wider mode (the umask can only narrow it).
-
-The content is written to a private temporary file beside the target, then put in place in
-one step: ``os.link`` when an existing file must be kept (two processes starting at once
-agree on one secret, and neither reads a half-written file), ``os.replace`` otherwise.
-Nothing here imports Django: settings.py uses it.
-"""
+"""Files only their owner may read (secrets, keys, demo credentials): mode 0600 from birth."""
 
 import os
 import secrets
 from pathlib import Path
 
+# Nothing here imports Django: settings.py uses it.
 PRIVATE_MODE = 0o600
 
 
 def write_private_file(path: Path | str, text: str, *, replace: bool = False) -> bool:
     """Write ``text`` to ``path``, created with mode 0600 (never wider at any moment).
 
-    With ``replace`` false an existing file is kept as it is and False is returned."""
+    With ``replace`` false an existing file is kept as it is and False is returned.
+
+    Writing a file and then ``chmod``-ing it leaves a moment in which the file exists with
+    the umask's mode (often 0644): another local user who opens it then keeps the
+    descriptor, and reads the secret after the chmod. Here the file is created by
+    ``os.open(…, O_CREAT | O_EXCL, 0o600)``, so it never has a wider mode (the umask can
+    only narrow it). The content goes to a private temporary file beside the target, then
+    into place in one step: ``os.link`` when an existing file must be kept (two processes
+    starting at once agree on one secret, and neither reads a half-written file),
+    ``os.replace`` otherwise."""
     path = Path(path)
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_MODE)

@@ -1,9 +1,4 @@
-"""Synapse settings: one file, every value from the environment (see the README's table).
-
-Strict helpers refuse malformed values instead of guessing. With SYNAPSE_PRODUCTION=true
-the process refuses to start without SECRET_KEY and ALLOWED_HOSTS and turns on every
-transport-security setting that ``manage.py check --deploy`` asks for.
-"""
+"""Synapse settings: one file, every value from the environment (see the README's table)."""
 
 import os
 import warnings
@@ -14,6 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
+# Strict helpers: a malformed value is refused, never guessed at.
 
 def env_str(name: str, default: str | None = None) -> str | None:
     """A string from NAME, or from the file named by NAME_FILE (for secrets)."""
@@ -51,6 +47,8 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+# Production refuses to start without SECRET_KEY and ALLOWED_HOSTS and turns on every
+# transport-security setting that `manage.py check --deploy` asks for.
 PRODUCTION = env_bool("SYNAPSE_PRODUCTION", False)
 DEBUG = env_bool("DEBUG", False)
 if PRODUCTION and DEBUG:
@@ -240,7 +238,7 @@ LOGIN_URL = "/ui/login"
 LOGIN_REDIRECT_URL = "/ui/"
 LOGOUT_REDIRECT_URL = "/ui/login"
 
-# Request limits (SPEC §6). The body limit covers JSON bodies; larger ones get a 413.
+# Request limits (docs/api.md). The body limit covers JSON bodies; larger ones get a 413.
 MAX_BODY_BYTES = env_int("SYNAPSE_MAX_BODY_BYTES", 5 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
 # Import and sync read their bodies as they arrive (memory holds one item at a time), so

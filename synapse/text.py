@@ -1,11 +1,5 @@
-"""Single-line text: the one rule for keys, tags, categories, actors and names, wherever they
-enter (API, sync, import, admin, web UI, management commands), and how recall shows text.
-
-A key, tag or name that broke a line could forge a block header in recall (prompt
-injection through stored text), so none may hold a control character or a line break.
-Rows written before this rule (or straight into the database) are still shown as data:
-:func:`indented` and :func:`inline` never let stored text start a line of its own.
-"""
+"""Single-line text: the one rule for keys, tags, categories, actors and names, and how
+recall shows stored text so that none of it can start a line of its own."""
 
 import argparse
 import re
@@ -29,6 +23,10 @@ def breaks_lines(value: str) -> bool:
 def validate_single_line(value: str) -> None:
     """The one rule for single-line text: no control characters, no line breaks.
 
+    A key, tag, category, actor or name that broke a line could forge a block header in
+    recall (prompt injection through stored text), so none may hold one, wherever it
+    enters (API, sync, import, admin, web UI, management commands).
+
     A validator for Django forms, model forms and DRF fields alike (DRF turns Django's
     ValidationError into its own); the import reader and the management commands call it
     too. Raises django.core.exceptions.ValidationError."""
@@ -45,6 +43,9 @@ def single_line_argument(value: str) -> str:
     return value
 
 
+# Showing text: rows written before the single-line rule (or straight into the database)
+# are still shown as data, since inline() and indented() never let stored text start a
+# line of its own.
 def _escape(match: re.Match) -> str:
     character = match.group()
     return f"\\x{ord(character):02x}" if ord(character) < 0x100 else f"\\u{ord(character):04x}"

@@ -1,3 +1,5 @@
+"""The root URLconf: the web UI, the admin, the OpenAPI schema and docs, and both APIs."""
+
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView

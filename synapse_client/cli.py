@@ -1,11 +1,5 @@
-"""``synapse``: the Synapse command line (recall, remember, search, get, forget, restore,
-export, import, stats) over the REST API.
-
-Configuration: ``SYNAPSE_URL`` (default http://127.0.0.1:8000) and ``SYNAPSE_MIND_KEY``.
-Exit codes: 0 success; 1 the API refused the request, could not be reached, or the
-client is not configured; 2 bad command-line usage; 3 the Mind Key is missing, wrong,
-revoked, expired or not allowed to do this (HTTP 401/403); 130 interrupted.
-"""
+"""``synapse``: the command line (recall, remember, search, get, forget, restore, export,
+import, stats) over the REST API, configured by ``SYNAPSE_URL`` and ``SYNAPSE_MIND_KEY``."""
 
 import argparse
 import asyncio
@@ -19,6 +13,9 @@ from pathlib import Path
 from synapse_client.rest import DEFAULT_URL, AuthError, SynapseClient, SynapseError
 from synapse_client.text import format_memory, format_recall, format_stats, inline
 
+# Exit codes (EPILOG tells the user): 0 success; 1 the API refused the request, could not
+# be reached, or the client is not configured; 2 bad command-line usage; 3 the Mind Key is
+# missing, wrong, revoked, expired or not allowed to do this (HTTP 401/403); 130 interrupted.
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_AUTH, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 CATEGORIES = ["identity", "preference", "fact", "project", "skill", "mistake", "context",
               "note", "credentials"]

@@ -1,8 +1,4 @@
-"""``synapse-mcp``: the Synapse MCP tools over stdio, for agents on any machine.
-
-Reads ``SYNAPSE_URL`` and ``SYNAPSE_MIND_KEY`` and talks to that server's REST API; it
-needs no database and no Django. Protocol messages go to stdout; everything else to stderr.
-"""
+"""``synapse-mcp``: the Synapse MCP tools over stdio, for agents on any machine."""
 
 import argparse
 import sys
@@ -29,6 +25,11 @@ async def serve(client: SynapseClient) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Serve the server at ``SYNAPSE_URL`` with ``SYNAPSE_MIND_KEY``, through its REST API.
+
+    It needs no database and no Django. Protocol messages go to stdout; everything else
+    (a configuration error, say) to stderr.
+    """
     parser = argparse.ArgumentParser(prog="synapse-mcp", description=USAGE,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.parse_args(argv)

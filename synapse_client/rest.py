@@ -1,10 +1,4 @@
-"""Async HTTP client for the Synapse REST API, shared by the MCP tools and the CLI.
-
-Configuration comes from ``SYNAPSE_URL`` (default ``http://127.0.0.1:8000``) and
-``SYNAPSE_MIND_KEY`` (``mk_…``). Every error answer of the API (the one error shape
-``{"error": {"status", "code", "message", "fields"?}}``) becomes a :class:`SynapseError`
-carrying the API's own message; the key itself never appears in a message.
-"""
+"""Async HTTP client for the Synapse REST API, shared by the MCP tools and the CLI."""
 
 from __future__ import annotations
 
@@ -52,7 +46,12 @@ class ConfigurationError(SynapseError):
 
 
 def error_from_response(response: httpx.Response) -> SynapseError:
-    """The API's error shape → an exception; anything else → a plain description."""
+    """The API's error shape → an exception; anything else → a plain description.
+
+    Every error answer of the API (the one error shape ``{"error": {"status", "code",
+    "message", "fields"?}}``) becomes a :class:`SynapseError` carrying the API's own
+    message; the key itself never appears in a message.
+    """
     status = response.status_code
     try:
         error = response.json()["error"]
@@ -106,6 +105,8 @@ class SynapseClient:
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> SynapseClient:
+        """From ``SYNAPSE_URL`` (default ``http://127.0.0.1:8000``) and ``SYNAPSE_MIND_KEY``
+        (``mk_…``)."""
         environ = os.environ if environ is None else environ
         return cls(environ.get("SYNAPSE_URL") or DEFAULT_URL,
                    environ.get("SYNAPSE_MIND_KEY", "").strip())

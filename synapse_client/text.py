@@ -1,15 +1,13 @@
-"""Memories as compact text an LLM (or a person at a terminal) reads well.
-
-Shared by the MCP tools and the CLI: each memory is a block headed by its id. Stored text
-is data, never instructions: every line of content and tags is indented, whatever breaks
-it (LS, PS, NEL, \r as well as \n), and the stored fields a header line shows (key,
-category, …) have any control character or line break escaped, so nothing stored can
-forge a block header or the recall header, even from a server that let it in.
-"""
+"""Memories as compact text an LLM (or a person at a terminal) reads well: MCP tools, CLI."""
 
 import math
 import re
 
+# Each memory is a block headed by its id. Stored text is data, never instructions: every
+# line of content and tags is indented, whatever breaks it (LS, PS, NEL, \r as well as \n),
+# and the stored fields a header line shows (key, category, …) have any control character
+# or line break escaped, so nothing stored can forge a block header or the recall header,
+# even from a server that let it in.
 # Control characters and every line break str.splitlines() knows (the server's
 # synapse/text.py rule; this package does not import the server).
 _LINE_BREAKING = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")

@@ -1,11 +1,4 @@
-"""The Synapse MCP tools: one set, served over stdio (``synapse-mcp``) and at ``/mcp``.
-
-Every tool talks to the REST API through a :class:`~synapse_client.rest.SynapseClient`
-that the transport supplies per call (``client_for``), so both transports obey the same
-authentication and tenant rules. Results are compact text that starts each memory with
-its id (``[mem_…]``) so an agent can cite, update or forget what it used; an API refusal
-becomes an MCP tool error carrying the API's message.
-"""
+"""The Synapse MCP tools: one set, served over stdio (``synapse-mcp``) and at ``/mcp``."""
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -58,7 +51,14 @@ INSTRUCTIONS = (
 # -- The server --------------------------------------------------------------------------
 
 def build_server(client_for: ClientFactory, *, log_level: str = "WARNING") -> MCPServer:
-    """The Synapse MCP server; ``client_for(ctx)`` yields the REST client for one call."""
+    """The Synapse MCP server; ``client_for(ctx)`` yields the REST client for one call.
+
+    Every tool talks to the REST API through the :class:`~synapse_client.rest.SynapseClient`
+    that the transport supplies per call, so both transports (stdio and ``/mcp``) obey the
+    same authentication and tenant rules. Results are compact text that starts each memory
+    with its id (``[mem_…]``) so an agent can cite, update or forget what it used; an API
+    refusal becomes an MCP tool error carrying the API's message.
+    """
     server = MCPServer("synapse", title="Synapse memory", instructions=INSTRUCTIONS,
                        version="0.1.0", log_level=log_level)
 

@@ -1,11 +1,4 @@
-"""PostgreSQL backend that starts the embedded cluster on demand and insists on pgvector.
-
-Django's own backend plus two duties, done on the first connection of each process:
-with no DATABASE_URL the embedded cluster is started (or restarted after a crash) before
-connecting, and the server must offer the ``vector`` extension or the process stops with
-a plain message. A lost connection to a crashed embedded cluster is retried once after
-starting it again, so the service recovers without manual steps.
-"""
+"""PostgreSQL backend that starts the embedded cluster on demand and insists on pgvector."""
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db.backends.postgresql import base
@@ -17,6 +10,14 @@ _checked_servers: set[str] = set()
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
+    """Django's own backend plus two duties, done on the first connection of each process.
+
+    With no DATABASE_URL the embedded cluster is started (or restarted after a crash) before
+    connecting, and the server must offer the ``vector`` extension or the process stops with
+    a plain message. A lost connection to a crashed embedded cluster is retried once after
+    starting it again, so the service recovers without manual steps.
+    """
+
     def get_new_connection(self, conn_params):
         data_dir = self.settings_dict.get("EMBEDDED_DATA_DIR")
         if data_dir:

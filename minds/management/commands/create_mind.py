@@ -1,3 +1,5 @@
+"""``manage.py create_mind NAME --owner USER``: create a mind and print its id."""
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 

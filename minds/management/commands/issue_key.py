@@ -1,3 +1,5 @@
+"""``manage.py issue_key MIND_ID``: issue a Mind Key and print it, the only time it is shown."""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from minds.models import Mind, MindKey

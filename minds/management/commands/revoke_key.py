@@ -1,3 +1,5 @@
+"""``manage.py revoke_key KEY_ID``: revoke a Mind Key; requests made with it fail from then on."""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from minds.models import MindKey

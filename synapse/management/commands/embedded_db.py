@@ -1,3 +1,5 @@
+"""``manage.py embedded_db start|stop|status``: control the embedded PostgreSQL by hand."""
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
