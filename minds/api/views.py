@@ -150,14 +150,23 @@ class MeView(SynapseAPIView):
 
 # -- Minds and their keys -----------------------------------------------------------------
 
-class HumanViewSet(SynapseAPIView, viewsets.GenericViewSet):
+class HumanViewSet(viewsets.ViewSetMixin, SynapseAPIView):
     """A viewset for the signed-in human, with the strict query parameters of every route.
 
     Objects are looked up in ``get_queryset()`` only, so another user's is a 404 named by
-    ``not_found``, the same as a missing one."""
+    ``not_found``, the same as a missing one. (Not DRF's GenericViewSet: its serializer
+    machinery is unused here, and OPTIONS would ask it for a ``serializer_class``.)"""
 
     permission_classes = [HumanOnly]
+    resource_name = ""
     not_found = "Not found."
+
+    def get_view_name(self):
+        # What OPTIONS has always named these routes: "Mind Collection", "Mind Key Detail".
+        return f"{self.resource_name} {'Detail' if self.detail else 'Collection'}"
+
+    def get_queryset(self):
+        raise NotImplementedError
 
     def get_object(self):
         obj = self.get_queryset().filter(pk=self.kwargs[self.lookup_url_kwarg]).first()
@@ -168,6 +177,7 @@ class HumanViewSet(SynapseAPIView, viewsets.GenericViewSet):
 
 @extend_schema(tags=["minds"], auth=HUMAN_AUTH)
 class MindViewSet(HumanViewSet):
+    resource_name = "Mind"
     lookup_url_kwarg = "mind_id"
     not_found = "No such mind."
     query_serializers = {"DELETE": MindDeleteQuerySerializer}
@@ -233,8 +243,8 @@ class MindViewSet(HumanViewSet):
 
 @extend_schema(tags=["minds"], auth=HUMAN_AUTH)
 class MindKeyViewSet(HumanViewSet):
-    """The keys of one mind (``minds/{mind_id}/keys``); the secret is never shown again."""
-
+    # The keys of one mind, registered under minds/<mind_id>/keys (minds.api.urls).
+    resource_name = "Mind Key"
     lookup_url_kwarg = "key_id"
     not_found = "No such key."
 
