@@ -1,4 +1,4 @@
-"""Every write to accounts, minds and Mind Keys (and the minds list both UIs read)."""
+"""Every write to accounts, minds and Mind Keys; and the counted minds list the API and UI show."""
 
 from datetime import datetime
 
