@@ -6,7 +6,6 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
-from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -14,6 +13,7 @@ from minds.models import Mind, MindKey
 from minds.services import (
     KEY_SETTINGS,
     MIND_SETTINGS,
+    account_delete,
     key_issue,
     key_revoke,
     key_update,
@@ -117,11 +117,8 @@ class MindAdmin(OwnMindsOnly, SingleLineNameAdmin):
                        if name in MIND_SETTINGS}
             mind_update(mind=Mind.objects.get(pk=obj.pk), actor=request.user, **changes)
             return
-        with transaction.atomic():
-            created = mind_create(owner=obj.owner, name=obj.name)
-            if obj.unverified_in_recall != created.unverified_in_recall:
-                mind_update(mind=created, actor=request.user,
-                            unverified_in_recall=obj.unverified_in_recall)
+        created = mind_create(owner=obj.owner, name=obj.name,
+                              unverified_in_recall=obj.unverified_in_recall, actor=request.user)
         obj.pk = created.pk
         obj._state.adding = False
 
@@ -267,10 +264,7 @@ class SynapseUserAdmin(UserAdmin):
                 {"users": len(users), **counts}, perms_needed, [])
 
     def delete_model(self, request, obj):
-        with transaction.atomic():
-            for mind in Mind.objects.filter(owner=obj):
-                mind_delete(mind=mind, actor=request.user)
-            obj.delete()
+        account_delete(user=obj, actor=request.user)
 
     def delete_queryset(self, request, queryset):
         for user in queryset:

@@ -62,8 +62,7 @@ def sign_in_wait(request) -> int | None:
     The attempt spends the budgets of ``POST /auth/login`` (per client address, and per
     username from that address), so the web sign-in and the admin's are no way around the
     API's limit on password guessing."""
-    from minds.api.views import LoginAttemptThrottle
-    from synapse.throttling import ScopeRateThrottle
+    from synapse.throttling import LoginAttemptThrottle, ScopeRateThrottle
 
     # What the API throttles read of a login request: the client address, the username.
     attempt = SimpleNamespace(META=request.META, headers=request.headers, method="POST",

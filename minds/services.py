@@ -1,4 +1,4 @@
-"""Every write to minds and Mind Keys."""
+"""Every write to accounts, minds and Mind Keys; and the counted minds list the API and UI show."""
 
 from datetime import datetime
 
@@ -6,10 +6,12 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.db import IntegrityError, transaction
+from django.db.models import Count, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from minds.keys import generate_key
-from minds.models import Mind, MindKey
+from minds.models import Mind, MindKey, MindQuerySet
 
 
 def registration_open() -> bool:
@@ -36,14 +38,42 @@ def account_register(*, username: str, password: str, email: str = ""):
         return None
 
 
+def _count_per_mind(queryset) -> Coalesce:
+    """A correlated COUNT(*) of ``queryset`` per mind, as an annotation (one query for the
+    whole list, no join fan-out)."""
+    counted = (queryset.filter(mind=OuterRef("pk")).order_by().values("mind")
+               .annotate(n=Count("*")).values("n"))
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
+def minds_with_counts(*, owner) -> MindQuerySet:
+    """The minds of ``owner``, annotated with ``memory_count`` (current memories),
+    ``unverified_count`` (the verification queue) and ``key_count`` (usable keys): what the
+    minds list shows, in the API and the web UI alike. A read, not a write: it lives here
+    because it counts memories, and minds.models sits below memories.models."""
+    from memories.models import Memory
+
+    current = Memory.objects.current()
+    return Mind.objects.owned_by(owner).annotate(
+        memory_count=_count_per_mind(current),
+        unverified_count=_count_per_mind(current.unexpired().filter(verified=False)),
+        key_count=_count_per_mind(MindKey.objects.usable()),
+    )
+
+
 @transaction.atomic
-@transaction.atomic
-def mind_create(*, owner, name: str) -> Mind:
-    """A new mind, with its quota counters (memories.quotas)."""
+def mind_create(*, owner, name: str,
+                unverified_in_recall: str = Mind.UnverifiedInRecall.MARKED,
+                actor=None) -> Mind:
+    """A new mind, with its quota counters (memories.quotas). A recall policy other than the
+    default is set by ``mind_update`` in the same transaction, so it is audited as a change
+    (by ``actor``), as it always has been."""
     from memories.quotas import create_slots
 
     mind = Mind.objects.create(owner=owner, name=name)
     create_slots(mind)
+    if unverified_in_recall != mind.unverified_in_recall:
+        mind = mind_update(mind=mind, actor=actor, unverified_in_recall=unverified_in_recall)
     return mind
 
 
@@ -83,6 +113,16 @@ def mind_delete(*, mind: Mind, actor=None) -> None:
     MemoryVersion.objects.filter(memory__mind=locked).delete()
     Memory.objects.filter(mind=locked).only("pk").delete()
     locked.delete()
+
+
+@transaction.atomic
+def account_delete(*, user, actor=None) -> None:
+    """Delete a human account: each of its minds through ``mind_delete`` (with everything
+    in them), then the user. Keys the user issued on other minds stay, their creator
+    cleared (``MindKey.created_by`` is SET_NULL)."""
+    for mind in Mind.objects.filter(owner=user):
+        mind_delete(mind=mind, actor=actor)
+    user.delete()
 
 
 @transaction.atomic

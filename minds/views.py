@@ -5,8 +5,6 @@ from datetime import timedelta
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.mixins import LoginRequiredMixin
-from django.db.models import Count, IntegerField, OuterRef, Subquery
-from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -23,8 +21,15 @@ from minds.forms import (
     SignInForm,
     refuse_if_limited,
 )
-from minds.models import Mind, MindKey
-from minds.services import key_issue, key_revoke, mind_create, mind_delete, mind_update
+from minds.models import Mind
+from minds.services import (
+    key_issue,
+    key_revoke,
+    mind_create,
+    mind_delete,
+    mind_update,
+    minds_with_counts,
+)
 
 
 class SignInView(auth_views.LoginView):
@@ -70,22 +75,11 @@ class MindView(SignedInView):
                        **(context or {})}, status=status)
 
 
-def _count(queryset) -> Coalesce:
-    """A correlated COUNT(*) over ``queryset`` (filtered on OuterRef), as an annotation."""
-    counted = queryset.order_by().values("mind").annotate(n=Count("*")).values("n")
-    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
-
-
 class MindListView(SignedInView):
     """The signed-in human's minds with their counts, and a form to create one."""
 
     def get(self, request, form: MindForm | None = None):
-        current = Memory.objects.filter(mind=OuterRef("pk")).current()
-        minds = (Mind.objects.owned_by(request.user).annotate(
-            memory_count=_count(current),
-            unverified_count=_count(current.unexpired().filter(verified=False)),
-            key_count=_count(MindKey.objects.filter(mind=OuterRef("pk")).usable()),
-        ).order_by("name", "created_at"))
+        minds = minds_with_counts(owner=request.user).order_by("name", "created_at")
         return render(request, "minds/mind_list.html",
                       {"minds": minds, "form": form or MindForm()},
                       status=400 if form is not None else 200)

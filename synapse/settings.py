@@ -277,7 +277,7 @@ REST_FRAMEWORK = {
         "sync": env_str("SYNAPSE_RATE_SYNC", "60/min"),
         "import": env_str("SYNAPSE_RATE_IMPORT", "10/hour"),
         "login": env_str("SYNAPSE_RATE_LOGIN", "20/min"),
-        # Password attempts on one username from one address (minds.api.views).
+        # Password attempts on one username from one address (synapse.throttling).
         "login_username": env_str("SYNAPSE_RATE_LOGIN_USERNAME", "5/min"),
     },
     # `format` is a recall option of ours, not DRF's renderer override.

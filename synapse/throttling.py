@@ -1,5 +1,5 @@
 """Rate limits by scope (write, search, semantic, recall, export, sync, import, login), per
-Mind Key or per user.
+Mind Key or per user; and per username on the password routes (``login_username``).
 
 Each budget is one row of the UNLOGGED table ``synapse_ratelimit`` (synapse.models), so
 every gunicorn worker and every host behind one PostgreSQL sees the same count; a
@@ -25,6 +25,7 @@ embeds up to 1,500 memories again). A ``recall`` without a budget (every memory 
 mind) counts as ``recall``; a budgeted one is not limited.
 """
 
+import hashlib
 import math
 import random
 
@@ -143,3 +144,16 @@ class ScopeRateThrottle(RateThrottle):
     def budget(self, request, view):
         return (request_scope(request, view),
                 principal_ident(request, self.get_ident(request)))
+
+
+class LoginAttemptThrottle(RateThrottle):
+    """Password attempts on one username from one client address (scope ``login_username``).
+
+    On top of the per-address ``login`` scope: guessing one account's password is slowed
+    without letting one busy address lock everybody else out. The username is hashed into
+    the budget's key, so the table never holds account names."""
+
+    def budget(self, request, view):
+        username = request.data.get("username") if isinstance(request.data, dict) else None
+        digest = hashlib.sha256(str(username or "").strip().lower().encode()).hexdigest()
+        return "login_username", f"{self.get_ident(request)}:{digest[:32]}"

@@ -14,15 +14,6 @@ from minds.models import Mind, MindKey
 from synapse.api import StrictSerializer, TimestampField
 from synapse.text import validate_single_line
 
-
-def validate_name(value: str) -> str:
-    value = value.strip()
-    if not value:
-        raise serializers.ValidationError("The name cannot be blank.")
-    validate_single_line(value)
-    return value
-
-
 # -- Accounts -----------------------------------------------------------------------------
 
 class RegisterSerializer(StrictSerializer):
@@ -124,13 +115,14 @@ class MindSerializer(serializers.ModelSerializer):
 
 
 class MindCreateSerializer(StrictSerializer):
-    name = serializers.CharField(max_length=200, validators=[validate_name])
+    name = serializers.CharField(max_length=200, validators=[validate_single_line])
     unverified_in_recall = serializers.ChoiceField(
         choices=Mind.UnverifiedInRecall.choices, default=Mind.UnverifiedInRecall.MARKED)
 
 
 class MindUpdateSerializer(StrictSerializer):
-    name = serializers.CharField(max_length=200, required=False, validators=[validate_name])
+    name = serializers.CharField(max_length=200, required=False,
+                                 validators=[validate_single_line])
     unverified_in_recall = serializers.ChoiceField(
         choices=Mind.UnverifiedInRecall.choices, required=False,
         help_text="marked: unverified memories appear in recall marked [unverified]; "
@@ -180,7 +172,7 @@ class IssuedMindKeySerializer(MindKeySerializer):
 
 
 class MindKeyCreateSerializer(StrictSerializer):
-    name = serializers.CharField(max_length=200, validators=[validate_name])
+    name = serializers.CharField(max_length=200, validators=[validate_single_line])
     scope = serializers.ChoiceField(choices=MindKey.Scope.choices, default=MindKey.Scope.WRITE)
     expires_at = TimestampField(required=False, allow_null=True, default=None)
 

@@ -1,8 +1,15 @@
 """Human routes: accounts and tokens (``/auth/…``), minds and their keys (``/minds/…``)."""
 
 from django.urls import path
+from rest_framework.routers import SimpleRouter
 
 from minds.api import views
+
+# Path converters (not regexes), so the ids match as the <str:…> routes always did; the keys
+# are registered under their mind's path, the one nesting this API has.
+router = SimpleRouter(trailing_slash=False, use_regex_path=False)
+router.register("minds", views.MindViewSet, basename="mind")
+router.register("minds/<str:mind_id>/keys", views.MindKeyViewSet, basename="mind-key")
 
 urlpatterns = [
     path("auth/register", views.RegisterView.as_view(), name="auth-register"),
@@ -10,9 +17,5 @@ urlpatterns = [
     path("auth/refresh", views.RefreshView.as_view(), name="auth-refresh"),
     path("auth/logout", views.LogoutView.as_view(), name="auth-logout"),
     path("auth/me", views.MeView.as_view(), name="auth-me"),
-    path("minds", views.MindCollectionView.as_view(), name="minds"),
-    path("minds/<str:mind_id>", views.MindDetailView.as_view(), name="mind-detail"),
-    path("minds/<str:mind_id>/keys", views.MindKeyCollectionView.as_view(), name="mind-keys"),
-    path("minds/<str:mind_id>/keys/<str:key_id>", views.MindKeyDetailView.as_view(),
-         name="mind-key-detail"),
+    *router.urls,
 ]

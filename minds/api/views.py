@@ -1,17 +1,13 @@
-"""The human API (SPEC §5): accounts and JWTs, minds, and the Mind Keys of a mind.
+"""The human API: accounts and tokens, minds, and the Mind Keys of a mind (docs/api.md).
 
 Every route here is for humans: a Mind Key is refused with 403 (``HumanOnly``), the
 token routes ignore it (they take credentials from the body). A mind or key of another
 user is a 404, the same as one that does not exist.
 """
 
-import hashlib
-
-from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
-from django.utils import timezone
+from django.utils.functional import cached_property
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions, status
+from rest_framework import exceptions, status, viewsets
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
@@ -43,10 +39,11 @@ from minds.services import (
     mind_create,
     mind_delete,
     mind_update,
+    minds_with_counts,
     registration_open,
 )
 from synapse.api import HumanOnly, SynapseAPIView
-from synapse.throttling import RateThrottle, ScopeRateThrottle
+from synapse.throttling import LoginAttemptThrottle, ScopeRateThrottle
 
 REALM = 'Bearer realm="synapse"'
 # Said whether or not the username was free, so registering tells nobody who has an account.
@@ -65,20 +62,10 @@ TOKEN_ERRORS = {400: OpenApiResponse(description="Invalid input (error shape)"),
 
 
 # -- Accounts -----------------------------------------------------------------------------
-
-class LoginAttemptThrottle(RateThrottle):
-    """Password attempts on one username from one client address (scope ``login_username``).
-
-    On top of the per-address ``login`` scope (synapse.throttling): guessing one account's
-    password is slowed without letting one busy address lock everybody else out. The
-    username is hashed into the budget's key, so the table never holds account names.
-    """
-
-    def budget(self, request, view):
-        username = request.data.get("username") if isinstance(request.data, dict) else None
-        digest = hashlib.sha256(str(username or "").strip().lower().encode()).hexdigest()
-        return "login_username", f"{self.get_ident(request)}:{digest[:32]}"
-
+# Five one-method views rather than one AuthViewSet: four of them authenticate by the body
+# and none by a header, /auth/me by the usual credentials; login and refresh are
+# simplejwt's own views; and each has its own throttles. As actions of one viewset every
+# one of those would be a per-action override.
 
 class TokenRouteMixin:
     """Token routes authenticate by what the body carries, never by a header."""
@@ -161,88 +148,84 @@ class MeView(SynapseAPIView):
         return Response(UserSerializer(request.user).data)
 
 
-# -- Minds --------------------------------------------------------------------------------
+# -- Minds and their keys -----------------------------------------------------------------
 
-def _count(queryset) -> Coalesce:
-    """A correlated COUNT per mind (one query for the whole list, no join fan-out)."""
-    counted = (queryset.filter(mind=OuterRef("pk")).order_by().values("mind")
-               .annotate(n=Count("*")).values("n"))
-    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+class HumanViewSet(viewsets.ViewSetMixin, SynapseAPIView):
+    """A viewset for the signed-in human, with the strict query parameters of every route.
 
-
-class HumanView(SynapseAPIView):
-    """A view over the minds of the signed-in human."""
+    Objects are looked up in ``get_queryset()`` only, so another user's is a 404 named by
+    ``not_found``, the same as a missing one. (Not DRF's GenericViewSet: its serializer
+    machinery is unused here, and OPTIONS would ask it for a ``serializer_class``.)"""
 
     permission_classes = [HumanOnly]
+    resource_name = ""
+    not_found = "Not found."
 
-    def minds(self):
-        from memories.models import Memory
+    def get_view_name(self):
+        # What OPTIONS has always named these routes: "Mind Collection", "Mind Key Detail".
+        return f"{self.resource_name} {'Detail' if self.detail else 'Collection'}"
 
-        current = Memory.objects.current()
-        now = timezone.now()
-        return Mind.objects.owned_by(self.request.user).annotate(
-            memory_count=_count(current),
-            unverified_count=_count(current.unexpired(now).filter(verified=False)),
-            key_count=_count(MindKey.objects.filter(revoked_at__isnull=True).filter(
-                Q(expires_at__isnull=True) | Q(expires_at__gt=now))),
-        )
+    def get_queryset(self):
+        raise NotImplementedError
 
-    def get_owned_mind(self, mind_id: str) -> Mind:
-        mind = self.minds().filter(pk=mind_id).first()
-        if mind is None:
-            raise exceptions.NotFound("No such mind.")
-        return mind
+    def get_object(self):
+        obj = self.get_queryset().filter(pk=self.kwargs[self.lookup_url_kwarg]).first()
+        if obj is None:
+            raise exceptions.NotFound(self.not_found)
+        return obj
 
 
-class MindCollectionView(HumanView):
-    @extend_schema(operation_id="minds_list", auth=HUMAN_AUTH,
-                   responses={200: MindSerializer(many=True), **ERRORS}, tags=["minds"])
-    def get(self, request):
+@extend_schema(tags=["minds"], auth=HUMAN_AUTH)
+class MindViewSet(HumanViewSet):
+    resource_name = "Mind"
+    lookup_url_kwarg = "mind_id"
+    not_found = "No such mind."
+    query_serializers = {"DELETE": MindDeleteQuerySerializer}
+
+    def get_queryset(self):
+        return minds_with_counts(owner=self.request.user)
+
+    @extend_schema(operation_id="minds_list", responses={200: MindSerializer(many=True),
+                                                         **ERRORS})
+    def list(self, request):
         """Your minds, oldest first, with memory, unverified and key counts."""
-        return Response(MindSerializer(self.minds().order_by("created_at", "id"),
-                                       many=True).data)
+        minds = self.get_queryset().order_by("created_at", "id")
+        return Response(MindSerializer(minds, many=True).data)
 
-    @extend_schema(operation_id="minds_create", auth=HUMAN_AUTH, request=MindCreateSerializer,
-                   responses={201: MindSerializer, **ERRORS}, tags=["minds"])
-    def post(self, request):
+    @extend_schema(operation_id="minds_create", request=MindCreateSerializer,
+                   responses={201: MindSerializer, **ERRORS})
+    def create(self, request):
         """Create a mind (a memory space); hand its agents a key with POST /minds/{id}/keys."""
         serializer = MindCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        mind = mind_create(owner=request.user, name=serializer.validated_data["name"])
-        policy = serializer.validated_data["unverified_in_recall"]
-        if policy != mind.unverified_in_recall:
-            mind = mind_update(mind=mind, actor=request.user, unverified_in_recall=policy)
-        return Response(MindSerializer(self.get_owned_mind(mind.id)).data,
+        mind = mind_create(owner=request.user, actor=request.user, **serializer.validated_data)
+        # Read back through the queryset: the answer carries the counts.
+        return Response(MindSerializer(self.get_queryset().get(pk=mind.pk)).data,
                         status=status.HTTP_201_CREATED)
 
-
-class MindDetailView(HumanView):
-    query_serializers = {"DELETE": MindDeleteQuerySerializer}
-
-    @extend_schema(operation_id="minds_get", auth=HUMAN_AUTH,
-                   responses={200: MindSerializer, **ERRORS}, tags=["minds"])
-    def get(self, request, mind_id: str):
+    @extend_schema(operation_id="minds_get", responses={200: MindSerializer, **ERRORS})
+    def retrieve(self, request, mind_id: str):
         """One of your minds."""
-        return Response(MindSerializer(self.get_owned_mind(mind_id)).data)
+        return Response(MindSerializer(self.get_object()).data)
 
-    @extend_schema(operation_id="minds_update", auth=HUMAN_AUTH, request=MindUpdateSerializer,
-                   responses={200: MindSerializer, **ERRORS}, tags=["minds"])
-    def patch(self, request, mind_id: str):
+    @extend_schema(operation_id="minds_update", request=MindUpdateSerializer,
+                   responses={200: MindSerializer, **ERRORS})
+    def partial_update(self, request, mind_id: str):
         """Rename a mind or set its recall policy for unverified memories."""
-        mind = self.get_owned_mind(mind_id)
+        mind = self.get_object()
         serializer = MindUpdateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         mind_update(mind=mind, actor=request.user, **serializer.validated_data)
-        return Response(MindSerializer(self.get_owned_mind(mind_id)).data)
+        return Response(MindSerializer(self.get_object()).data)
 
-    @extend_schema(operation_id="minds_delete", auth=HUMAN_AUTH, request=MindDeleteSerializer,
+    @extend_schema(operation_id="minds_delete", request=MindDeleteSerializer,
                    parameters=[OpenApiParameter("confirm", str, required=False,
                                                 description="The mind's name (or send it "
                                                 "as {\"confirm\": …} in the body).")],
-                   responses={204: None, **ERRORS}, tags=["minds"])
-    def delete(self, request, mind_id: str):
+                   responses={204: None, **ERRORS})
+    def destroy(self, request, mind_id: str):
         """Delete a mind and everything of it. Confirm with the mind's exact name."""
-        mind = self.get_owned_mind(mind_id)
+        mind = self.get_object()
         confirm = self.query.get("confirm")
         if request.data:
             serializer = MindDeleteSerializer(data=request.data)
@@ -258,48 +241,50 @@ class MindDetailView(HumanView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-# -- Mind Keys ----------------------------------------------------------------------------
+@extend_schema(tags=["minds"], auth=HUMAN_AUTH)
+class MindKeyViewSet(HumanViewSet):
+    # The keys of one mind, registered under minds/<mind_id>/keys (minds.api.urls).
+    resource_name = "Mind Key"
+    lookup_url_kwarg = "key_id"
+    not_found = "No such key."
 
-class MindKeyCollectionView(HumanView):
-    @extend_schema(operation_id="keys_list", auth=HUMAN_AUTH,
-                   responses={200: MindKeySerializer(many=True), **ERRORS}, tags=["minds"])
-    def get(self, request, mind_id: str):
+    @cached_property
+    def mind(self) -> Mind:
+        """The mind in the path, if the signed-in human owns it (404 otherwise)."""
+        mind = Mind.objects.owned_by(self.request.user).filter(pk=self.kwargs["mind_id"]).first()
+        if mind is None:
+            raise exceptions.NotFound("No such mind.")
+        return mind
+
+    def get_queryset(self):
+        return MindKey.objects.filter(mind=self.mind).select_related("mind")
+
+    @extend_schema(operation_id="keys_list", responses={200: MindKeySerializer(many=True),
+                                                        **ERRORS})
+    def list(self, request, mind_id: str):
         """The keys of a mind, newest first, revoked ones included (never the secret)."""
-        mind = self.get_owned_mind(mind_id)
-        keys = MindKey.objects.filter(mind=mind).order_by("-created_at", "-id")
+        keys = self.get_queryset().order_by("-created_at", "-id")
         return Response(MindKeySerializer(keys, many=True).data)
 
-    @extend_schema(operation_id="keys_create", auth=HUMAN_AUTH, request=MindKeyCreateSerializer,
-                   responses={201: IssuedMindKeySerializer, **ERRORS}, tags=["minds"])
-    def post(self, request, mind_id: str):
+    @extend_schema(operation_id="keys_create", request=MindKeyCreateSerializer,
+                   responses={201: IssuedMindKeySerializer, **ERRORS})
+    def create(self, request, mind_id: str):
         """Issue a key. The answer carries the key itself: store it now, it is never shown
         again."""
-        mind = self.get_owned_mind(mind_id)
         serializer = MindKeyCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        key, plaintext = key_issue(mind=mind, created_by=request.user,
+        key, plaintext = key_issue(mind=self.mind, created_by=request.user,
                                    **serializer.validated_data)
         key.key = plaintext
         return Response(IssuedMindKeySerializer(key).data, status=status.HTTP_201_CREATED)
 
-
-class MindKeyDetailView(HumanView):
-    def get_key(self, mind_id: str, key_id: str) -> MindKey:
-        mind = self.get_owned_mind(mind_id)
-        key = MindKey.objects.filter(mind=mind, pk=key_id).select_related("mind").first()
-        if key is None:
-            raise exceptions.NotFound("No such key.")
-        return key
-
-    @extend_schema(operation_id="keys_get", auth=HUMAN_AUTH,
-                   responses={200: MindKeySerializer, **ERRORS}, tags=["minds"])
-    def get(self, request, mind_id: str, key_id: str):
+    @extend_schema(operation_id="keys_get", responses={200: MindKeySerializer, **ERRORS})
+    def retrieve(self, request, mind_id: str, key_id: str):
         """One key of a mind (never the secret)."""
-        return Response(MindKeySerializer(self.get_key(mind_id, key_id)).data)
+        return Response(MindKeySerializer(self.get_object()).data)
 
-    @extend_schema(operation_id="keys_revoke", auth=HUMAN_AUTH,
-                   responses={200: MindKeySerializer, **ERRORS}, tags=["minds"])
-    def delete(self, request, mind_id: str, key_id: str):
+    @extend_schema(operation_id="keys_revoke", responses={200: MindKeySerializer, **ERRORS})
+    def destroy(self, request, mind_id: str, key_id: str):
         """Revoke a key: the next request made with it gets a 401. Revoking twice is fine."""
-        key = key_revoke(key=self.get_key(mind_id, key_id), actor=request.user)
+        key = key_revoke(key=self.get_object(), actor=request.user)
         return Response(MindKeySerializer(key).data)
