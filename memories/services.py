@@ -6,8 +6,6 @@ for every state change, the embedding mark for every change of meaning, and prov
 (``source``, ``verified``) that follows who wrote, never what the body claims.
 """
 
-import hashlib
-import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -16,12 +14,12 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
-from django.utils.crypto import salted_hmac
 
 from memories import sync
 from memories.audit import describe_actor, record_event
 from memories.compaction import AGENT_SOURCES, SUMMARY_CONFIDENCE, CompactionPlan
 from memories.crypto import CredentialsUnreadable, seal_content
+from memories.export import backup_change
 from memories.models import (
     VERSIONED_FIELDS,
     Category,
@@ -30,6 +28,7 @@ from memories.models import (
     MemoryVersion,
     Source,
 )
+from memories.naming import derive_key, normalize_tags
 from memories.quotas import Ledger, StoredBytes, charging, content_bytes, ledger_for
 from memories.staging import Stage, temporary_table
 from minds.authentication import is_agent
@@ -64,33 +63,6 @@ class CredentialsContentRequired(ValidationError):
 class StoreResult:
     memory: Memory
     status: str  # "stored", "updated" or "unchanged"
-
-
-def normalize_tags(tags: list[str]) -> list[str]:
-    """Lowercase, trimmed, de-duplicated, in first-seen order."""
-    seen: list[str] = []
-    for tag in tags:
-        cleaned = tag.strip().lower()
-        if cleaned and cleaned not in seen:
-            seen.append(cleaned)
-    return seen
-
-
-def derive_key(content: str, category: str | None = None) -> str:
-    """A stable key for a memory stored without one: first words plus a content hash.
-
-    The same content always derives the same key, so storing it again is ``unchanged``.
-    Credentials get no words of the secret and a keyed hash (not a plain one, which a
-    dictionary would reverse): ``credentials_<hmac>``.
-    """
-    if category == Category.CREDENTIALS:
-        digest = salted_hmac("synapse.credentials.derive_key", content,
-                             algorithm="sha256").hexdigest()[:16]
-        return f"credentials_{digest}"
-    words = re.findall(r"\w+", content.lower())[:5]
-    stem = "_".join(words)[:60] or "memory"
-    digest = hashlib.sha256(content.encode()).hexdigest()[:10]
-    return f"{stem}_{digest}"
 
 
 class VersionConflict(Exception):
@@ -648,8 +620,6 @@ def mind_import(*, mind: Mind, actor, backup: "Iterable[tuple[str, dict]]") -> d
     (memories.staging) before anything is written, then applied in batches: memory
     holds a batch, never the export. One transaction, one ``import`` audit event.
     Raises ImportRejected."""
-    from memories.export import backup_change
-
     with transaction.atomic(), charging(mind):
         stage = Stage()
         for kind, item in backup:
