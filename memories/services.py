@@ -18,7 +18,7 @@ from django.utils import timezone
 from memories import sync
 from memories.audit import describe_actor, record_event
 from memories.compaction import AGENT_SOURCES, SUMMARY_CONFIDENCE, CompactionPlan
-from memories.crypto import CredentialsUnreadable, seal_content
+from memories.crypto import CredentialsUnreadable, rotate_token, seal_content
 from memories.export import backup_change
 from memories.models import (
     VERSIONED_FIELDS,
@@ -603,6 +603,47 @@ def _stored_versions(memory_ids: list[str]) -> dict[str, tuple[int, int]]:
             .values("memory__mind_id")
             .annotate(count=Count("id"), stored=Sum(StoredBytes("content"))))
     return {row["memory__mind_id"]: (row["count"], row["stored"] or 0) for row in rows}
+
+
+class CredentialsNotRotated(Exception):
+    """A credentials row that no configured key opens: rotation stopped there."""
+
+    def __init__(self, row: Memory | MemoryVersion):
+        super().__init__(f"{type(row).__name__} {row.pk}")
+        self.row = row
+
+
+def credentials_rotate(*, batch_size: int = 500) -> dict[str, int]:
+    """Re-encrypt the content of every credentials memory and version (all minds, trash
+    included) with the newest key; return how many of each.
+
+    Batches in primary-key order, one transaction each with its rows locked, so writers
+    wait for at most one batch (one transaction for the whole run would hold every secret
+    locked until the end). Only the content changes: no version, no timestamp, no audit
+    event. Raises CredentialsNotRotated at the first row no key opens; the rows before
+    it stay rotated, none after it is touched."""
+    return {"memories": _rotate(Memory, batch_size=batch_size),
+            "versions": _rotate(MemoryVersion, batch_size=batch_size)}
+
+
+def _rotate(model: type[Memory] | type[MemoryVersion], *, batch_size: int) -> int:
+    done, after = 0, None
+    while True:
+        with transaction.atomic():
+            rows = model.objects.select_for_update().filter(category=Category.CREDENTIALS)
+            if after is not None:
+                rows = rows.filter(pk__gt=after)
+            batch = list(rows.order_by("pk").only("pk", "content")[:batch_size])
+            if not batch:
+                return done
+            for row in batch:
+                try:
+                    row.content = rotate_token(row.content)
+                except CredentialsUnreadable:
+                    raise CredentialsNotRotated(row) from None
+            model.objects.bulk_update(batch, ["content"])
+        done += len(batch)
+        after = batch[-1].pk
 
 
 class ImportRejected(Exception):
