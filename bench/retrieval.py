@@ -114,13 +114,8 @@ def collect(minds, conversations):
     latencies of the three modes as the API runs them."""
     from memories.embeddings import embed_query
     from memories.models import Memory
-    from memories.search import (
-        hybrid_search,
-        keyword_search,
-        semantic_search,
-        similarities,
-        words_query,
-    )
+    from memories.query import words_query
+    from memories.search import hybrid_search, keyword_search, semantic_search, similarities
 
     rows = []
     latency = defaultdict(list)

@@ -157,12 +157,13 @@ def time_sql(mind, texts: list[str]) -> dict:
     from memories import search
     from memories.embeddings import embed_query
     from memories.models import Memory
+    from memories.query import parse_query
 
     memories = Memory.objects.for_mind(mind).current().unexpired()
     vectors = [embed_query(text) for text in texts]
     timings = {"keyword": [], "semantic": [], "hybrid": [], "query embedding": []}
     for text, vector in zip(texts, vectors, strict=True):
-        parsed = search.parse_query(text)
+        parsed = parse_query(text)
         started = time.perf_counter()
         search.keyword_search(memories, parsed, limit=20)
         timings["keyword"].append(time.perf_counter() - started)

@@ -1,4 +1,4 @@
-"""The audit log: one AuditEvent per state change, written in the change's transaction."""
+"""A mind's audit log: memory, mind and key events (why it lives here: docs/architecture.md)."""
 
 from memories.models import AuditEvent
 from minds.authentication import AgentPrincipal

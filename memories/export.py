@@ -22,7 +22,7 @@ from django.db.models import Prefetch
 from django.utils import timezone
 
 from memories.models import Category, Memory, MemoryTombstone, MemoryVersion, Priority, Source
-from memories.services import normalize_tags
+from memories.naming import normalize_tags
 from memories.sync import (
     SYNCED_FIELDS,
     Change,

@@ -10,6 +10,7 @@ from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
 from memories.crypto import FERNET_PREFIX, open_content
+from memories.query import parse_query, search_query
 from minds.models import Mind
 from synapse.ids import new_memory_id
 
@@ -89,10 +90,8 @@ class MemoryQuerySet(models.QuerySet):
 
     def matching(self, query: str) -> "MemoryQuerySet":
         """Memories matching a query in the search syntax (words ANDed, "phrase",
-        prefix*, OR, -exclusion); raises memories.search.QuerySyntaxError when malformed.
+        prefix*, OR, -exclusion); raises memories.query.QuerySyntaxError when malformed.
         Ranking and the natural-language fallback live in memories.search."""
-        from memories.search import parse_query, search_query
-
         return self.filter(search_vector=search_query(parse_query(query)))
 
     def nearest(self, vector, k: int) -> "MemoryQuerySet":

@@ -6,8 +6,6 @@ for every state change, the embedding mark for every change of meaning, and prov
 (``source``, ``verified``) that follows who wrote, never what the body claims.
 """
 
-import hashlib
-import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -16,12 +14,12 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
-from django.utils.crypto import salted_hmac
 
 from memories import sync
 from memories.audit import describe_actor, record_event
 from memories.compaction import AGENT_SOURCES, SUMMARY_CONFIDENCE, CompactionPlan
-from memories.crypto import CredentialsUnreadable, seal_content
+from memories.crypto import CredentialsUnreadable, rotate_token, seal_content
+from memories.export import backup_change
 from memories.models import (
     VERSIONED_FIELDS,
     Category,
@@ -30,6 +28,7 @@ from memories.models import (
     MemoryVersion,
     Source,
 )
+from memories.naming import derive_key, normalize_tags
 from memories.quotas import Ledger, StoredBytes, charging, content_bytes, ledger_for
 from memories.staging import Stage, temporary_table
 from minds.authentication import is_agent
@@ -64,33 +63,6 @@ class CredentialsContentRequired(ValidationError):
 class StoreResult:
     memory: Memory
     status: str  # "stored", "updated" or "unchanged"
-
-
-def normalize_tags(tags: list[str]) -> list[str]:
-    """Lowercase, trimmed, de-duplicated, in first-seen order."""
-    seen: list[str] = []
-    for tag in tags:
-        cleaned = tag.strip().lower()
-        if cleaned and cleaned not in seen:
-            seen.append(cleaned)
-    return seen
-
-
-def derive_key(content: str, category: str | None = None) -> str:
-    """A stable key for a memory stored without one: first words plus a content hash.
-
-    The same content always derives the same key, so storing it again is ``unchanged``.
-    Credentials get no words of the secret and a keyed hash (not a plain one, which a
-    dictionary would reverse): ``credentials_<hmac>``.
-    """
-    if category == Category.CREDENTIALS:
-        digest = salted_hmac("synapse.credentials.derive_key", content,
-                             algorithm="sha256").hexdigest()[:16]
-        return f"credentials_{digest}"
-    words = re.findall(r"\w+", content.lower())[:5]
-    stem = "_".join(words)[:60] or "memory"
-    digest = hashlib.sha256(content.encode()).hexdigest()[:10]
-    return f"{stem}_{digest}"
 
 
 class VersionConflict(Exception):
@@ -633,6 +605,47 @@ def _stored_versions(memory_ids: list[str]) -> dict[str, tuple[int, int]]:
     return {row["memory__mind_id"]: (row["count"], row["stored"] or 0) for row in rows}
 
 
+class CredentialsNotRotated(Exception):
+    """A credentials row that no configured key opens: rotation stopped there."""
+
+    def __init__(self, row: Memory | MemoryVersion):
+        super().__init__(f"{type(row).__name__} {row.pk}")
+        self.row = row
+
+
+def credentials_rotate(*, batch_size: int = 500) -> dict[str, int]:
+    """Re-encrypt the content of every credentials memory and version (all minds, trash
+    included) with the newest key; return how many of each.
+
+    Batches in primary-key order, one transaction each with its rows locked, so writers
+    wait for at most one batch (one transaction for the whole run would hold every secret
+    locked until the end). Only the content changes: no version, no timestamp, no audit
+    event. Raises CredentialsNotRotated at the first row no key opens; the rows before
+    it stay rotated, none after it is touched."""
+    return {"memories": _rotate(Memory, batch_size=batch_size),
+            "versions": _rotate(MemoryVersion, batch_size=batch_size)}
+
+
+def _rotate(model: type[Memory] | type[MemoryVersion], *, batch_size: int) -> int:
+    done, after = 0, None
+    while True:
+        with transaction.atomic():
+            rows = model.objects.select_for_update().filter(category=Category.CREDENTIALS)
+            if after is not None:
+                rows = rows.filter(pk__gt=after)
+            batch = list(rows.order_by("pk").only("pk", "content")[:batch_size])
+            if not batch:
+                return done
+            for row in batch:
+                try:
+                    row.content = rotate_token(row.content)
+                except CredentialsUnreadable:
+                    raise CredentialsNotRotated(row) from None
+            model.objects.bulk_update(batch, ["content"])
+        done += len(batch)
+        after = batch[-1].pk
+
+
 class ImportRejected(Exception):
     """An export that cannot be restored as it stands (the message says why)."""
 
@@ -648,8 +661,6 @@ def mind_import(*, mind: Mind, actor, backup: "Iterable[tuple[str, dict]]") -> d
     (memories.staging) before anything is written, then applied in batches: memory
     holds a batch, never the export. One transaction, one ``import`` audit event.
     Raises ImportRejected."""
-    from memories.export import backup_change
-
     with transaction.atomic(), charging(mind):
         stage = Stage()
         for kind, item in backup:

@@ -1,9 +1,6 @@
 """Web UI for memories: browser, verification queue, memory page with diffs, trash, stats."""
 
-import re
-from dataclasses import dataclass, field
 from datetime import timedelta
-from difflib import SequenceMatcher
 
 from django.conf import settings
 from django.contrib import messages
@@ -18,7 +15,9 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from memories.charts import TIMELINE_DAYS, TIMELINE_SIZES, bar_chart, daily_totals, timeline_chart
 from memories.crypto import CredentialsUnreadable
+from memories.diff import DiffTooCostly, content_diff, field_changes
 from memories.forms import (
     MemoryFilterForm,
     MemoryForm,
@@ -27,7 +26,6 @@ from memories.forms import (
     VersionForm,
 )
 from memories.models import (
-    VERSIONED_FIELDS,
     AuditEvent,
     Category,
     Memory,
@@ -35,9 +33,9 @@ from memories.models import (
     Priority,
     Source,
 )
+from memories.query import QuerySyntaxError, parse_query, search_query
 from memories.quotas import QuotaExceeded
 from memories.recall import display_content
-from memories.search import QuerySyntaxError, parse_query, search_query
 from memories.services import (
     MemoryConflict,
     VersionConflict,
@@ -208,158 +206,6 @@ class BulkVerifyView(QueueView):
         verified = len(seen)
         messages.success(request, f"Verified {verified} memor{'y' if verified == 1 else 'ies'}.")
         return self.back(reverse("ui:queue", kwargs={"mind_id": self.mind.id}))
-
-
-@dataclass
-class DiffLine:
-    kind: str  # "same", "del", "ins" or "gap"
-    parts: list[tuple[str, str]] = field(default_factory=list)  # (kind, text) pieces
-    skipped: int = 0
-
-
-_TOKENS = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
-CONTEXT_LINES = 3
-# SequenceMatcher (autojunk off) is cubic at worst: 1,000 lines of "x" against 500 pairs
-# of "x", "y" took 52 s. Every diff of one page view shares this much matching work (the
-# lines or words it looks at); past it the versions are shown side by side instead, and
-# changed lines past their share are shown whole (bench/diff.py has the figures).
-DIFF_WORK_BUDGET = 400_000
-# Texts longer than this together, or with more lines than this between their unchanged
-# first and last lines, are shown side by side without matching at all.
-DIFF_MAX_CHARS = 200_000
-DIFF_MAX_LINES = 4000
-# Word marking within one changed line pair stops at this length (the whole lines show).
-WORD_DIFF_MAX_CHARS = 5000
-
-
-class DiffTooCostly(Exception):
-    """Comparing these texts would take more than the page's diff budget."""
-
-
-class _BoundedMatcher(SequenceMatcher):
-    """A SequenceMatcher (autojunk off) that counts the work of its longest-match searches
-    — for each item of ``a`` searched, one step plus one per place it occurs in ``b`` —
-    and raises DiffTooCostly before a search would take the total past ``budget``."""
-
-    def __init__(self, a: list[str], b: list[str], budget: "DiffBudget"):
-        super().__init__(None, a, b, autojunk=False)
-        self.budget = budget
-        self._work_before = [0]
-        for item in a:
-            self._work_before.append(self._work_before[-1] + 1 + len(self.b2j.get(item, ())))
-
-    def find_longest_match(self, alo=0, ahi=None, blo=0, bhi=None):
-        ahi = len(self.a) if ahi is None else ahi
-        self.budget.spend(self._work_before[ahi] - self._work_before[alo])
-        return super().find_longest_match(alo, ahi, blo, bhi)
-
-
-@dataclass
-class DiffBudget:
-    left: int = DIFF_WORK_BUDGET
-
-    def spend(self, work: int) -> None:
-        if work > self.left:
-            raise DiffTooCostly
-        self.left -= work
-
-
-def _word_diff(old: str, new: str, budget: DiffBudget) -> tuple[DiffLine, DiffLine]:
-    """One changed line as a deleted and an inserted line, changed words marked."""
-    a, b = _TOKENS.findall(old), _TOKENS.findall(new)
-    budget.spend(len(a) + len(b))  # building the matcher
-    removed, added = DiffLine("del"), DiffLine("ins")
-    for tag, i1, i2, j1, j2 in _BoundedMatcher(a, b, budget).get_opcodes():
-        if tag == "equal":
-            removed.parts.append(("same", "".join(a[i1:i2])))
-            added.parts.append(("same", "".join(b[j1:j2])))
-            continue
-        if i2 > i1:
-            removed.parts.append(("del", "".join(a[i1:i2])))
-        if j2 > j1:
-            added.parts.append(("ins", "".join(b[j1:j2])))
-    return removed, added
-
-
-def _changed_line(old: str, new: str, budget: DiffBudget) -> list[DiffLine]:
-    if len(old) + len(new) <= WORD_DIFF_MAX_CHARS:
-        try:
-            return list(_word_diff(old, new, budget))
-        except DiffTooCostly:
-            pass  # this pair shows whole; the rest of the diff goes on
-    return [DiffLine("del", [("del", old)]), DiffLine("ins", [("ins", new)])]
-
-
-def content_diff(old: str, new: str) -> list[DiffLine]:
-    """A line diff of two texts, words marked within changed lines, long unchanged runs
-    folded. Plain text pieces only: the template escapes them. Raises DiffTooCostly when
-    the texts are too long or too repetitive to compare within DIFF_WORK_BUDGET (show
-    them side by side instead)."""
-    if len(old) + len(new) > DIFF_MAX_CHARS:
-        raise DiffTooCostly
-    a, b = old.splitlines(), new.splitlines()
-    # Unchanged lines at both ends cost nothing to find and need no matching.
-    head = 0
-    while head < min(len(a), len(b)) and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
-    middle_a, middle_b = a[head:len(a) - tail], b[head:len(b) - tail]
-    if len(middle_a) + len(middle_b) > DIFF_MAX_LINES:
-        raise DiffTooCostly
-    budget = DiffBudget()
-    opcodes = _BoundedMatcher(middle_a, middle_b, budget).get_opcodes()
-    lines = [DiffLine("same", [("same", line)]) for line in a[:head]]
-    for tag, i1, i2, j1, j2 in opcodes:
-        if tag == "equal":
-            lines += [DiffLine("same", [("same", line)]) for line in middle_a[i1:i2]]
-        elif tag == "replace" and i2 - i1 == j2 - j1:
-            for old_line, new_line in zip(middle_a[i1:i2], middle_b[j1:j2], strict=True):
-                lines += _changed_line(old_line, new_line, budget)
-        else:
-            lines += [DiffLine("del", [("del", line)]) for line in middle_a[i1:i2]]
-            lines += [DiffLine("ins", [("ins", line)]) for line in middle_b[j1:j2]]
-    lines += [DiffLine("same", [("same", line)]) for line in a[len(a) - tail:]]
-    return _fold(lines)
-
-
-def _fold(lines: list[DiffLine]) -> list[DiffLine]:
-    near_change = set()
-    for index, line in enumerate(lines):
-        if line.kind != "same":
-            near_change.update(range(index - CONTEXT_LINES, index + CONTEXT_LINES + 1))
-    folded: list[DiffLine] = []
-    for index, line in enumerate(lines):
-        if line.kind != "same" or index in near_change:
-            folded.append(line)
-        elif folded and folded[-1].kind == "gap":
-            folded[-1].skipped += 1
-        else:
-            folded.append(DiffLine("gap", skipped=1))
-    return folded
-
-
-def field_changes(old: MemoryVersion, new: MemoryVersion) -> list[tuple[str, str, str]]:
-    """(field, before, after) for every versioned field other than content that differs."""
-    changes = []
-    for name in VERSIONED_FIELDS:
-        if name == "content":
-            continue
-        before, after = getattr(old, name), getattr(new, name)
-        if before != after:
-            changes.append((name, _shown(before), _shown(after)))
-    return changes
-
-
-def _shown(value) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, list):
-        return ", ".join(value) or "—"
-    if hasattr(value, "strftime"):
-        return value.strftime("%Y-%m-%d %H:%M UTC")
-    return str(value)
 
 
 ACTIVITY_LIMIT = 20
@@ -554,75 +400,6 @@ class TrashView(MemoryPageView):
         page.object_list = listed(page.object_list)
         return self.render("memories/trash.html", {
             "page": page, "retention_days": settings.SYNAPSE["TRASH_RETENTION_DAYS"]})
-
-
-# -- Statistics: charts drawn as SVG on the server ---------------------------------------
-
-BAR_CHART_WIDTH = 440
-BAR_HEIGHT = 28
-LABEL_WIDTH = 96
-TIMELINE_DAYS = 30
-# The timeline is drawn twice, for wide and for narrow screens (CSS shows one), so its
-# text keeps a readable size instead of shrinking with the picture.
-TIMELINE_SIZES = {"wide": (960, 240), "narrow": (360, 200)}
-
-
-def bar_chart(counts: dict[str, int]) -> dict:
-    """Geometry of a horizontal bar chart: one row per label, in the given order."""
-    top = max(counts.values(), default=0) or 1
-    track = BAR_CHART_WIDTH - LABEL_WIDTH - 40
-    bars = []
-    for row, (label, value) in enumerate(counts.items()):
-        width = round(track * value / top, 1)
-        bars.append({"label": label, "value": value, "y": row * BAR_HEIGHT,
-                     "width": max(width, 2 if value else 0), "value_x": LABEL_WIDTH + width + 6})
-    return {"bars": bars, "height": len(bars) * BAR_HEIGHT, "width": BAR_CHART_WIDTH,
-            "label_width": LABEL_WIDTH, "label_x": LABEL_WIDTH - 10, "track": track}
-
-
-def daily_totals(daily: dict, start, days: int, before: int) -> list[tuple]:
-    """(day, memories at the end of it, added that day) for ``days`` days from ``start``."""
-    running, points = before, []
-    for offset in range(days):
-        day = start + timedelta(days=offset)
-        running += daily.get(day, 0)
-        points.append((day, running, daily.get(day, 0)))
-    return points
-
-
-def timeline_chart(points: list[tuple], width: int, height: int) -> dict:
-    """Geometry of a line chart of the daily totals, with an area under the line."""
-    left, bottom, top_pad, right_pad = 40, 26, 12, 12
-    plot_w, plot_h = width - left - right_pad, height - bottom - top_pad
-    scale = _nice_ceiling(max((total for _day, total, _added in points), default=0))
-    step = plot_w / max(len(points) - 1, 1)
-
-    def y_of(value: int) -> float:
-        return round(top_pad + plot_h - plot_h * value / scale, 1)
-
-    coords = [(round(left + index * step, 1), y_of(total))
-              for index, (_day, total, _added) in enumerate(points)]
-    line = " ".join(f"{x},{y}" for x, y in coords)
-    last = len(points) - 1
-    return {
-        "width": width, "height": height, "left": left, "right": width - right_pad,
-        "line": line, "area": f"{left},{y_of(0)} {line} {coords[-1][0]},{y_of(0)}",
-        "ticks": [{"y": y_of(value), "label": value} for value in (0, scale // 2, scale)],
-        "labels": [{"x": coords[index][0], "label": points[index][0].strftime("%b %-d"),
-                    "anchor": anchor}
-                   for index, anchor in ((0, "start"), (last // 2, "middle"), (last, "end"))],
-        "dots": [{"x": x, "y": y, "day": day, "total": total, "added": added}
-                 for (x, y), (day, total, added) in zip(coords, points, strict=True) if added],
-        "label_y": height - 6,
-    }
-
-
-def _nice_ceiling(value: int) -> int:
-    """The smallest of 2, 4, 10, 20, 40, 100… at or above ``value`` (even, so halves are whole)."""
-    ceiling = 2
-    while ceiling < value:
-        ceiling = ceiling * 5 // 2 if str(ceiling).startswith("4") else ceiling * 2
-    return ceiling
 
 
 class StatsView(MemoryPageView):

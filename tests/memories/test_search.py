@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memories.models import Memory
-from memories.search import QuerySyntaxError, Term, parse_query
+from memories.query import QuerySyntaxError, Term, parse_query
 
 # -- Parser --------------------------------------------------------------------------------
 

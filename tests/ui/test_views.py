@@ -9,9 +9,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from memories.diff import content_diff
 from memories.models import AuditEvent, Memory
 from memories.services import memory_delete, memory_store, memory_update
-from memories.views import content_diff
 from minds.models import Mind, MindKey
 from minds.services import key_issue, key_revoke
 from tests.conftest import PASSWORD, session_client
@@ -678,18 +678,18 @@ ADVERSARIAL_NEW = "x\ny\n" * 12_500  # every other line matches: cubic for Seque
 
 
 def test_an_adversarial_50000_character_diff_takes_the_bounded_path(monkeypatch):
-    import memories.views as views
+    import memories.diff as diff
 
     searches = []
-    real = views.SequenceMatcher.find_longest_match
-    monkeypatch.setattr(views.SequenceMatcher, "find_longest_match",
+    real = diff.SequenceMatcher.find_longest_match
+    monkeypatch.setattr(diff.SequenceMatcher, "find_longest_match",
                         lambda self, *args: searches.append(args) or real(self, *args))
-    with pytest.raises(views.DiffTooCostly):
+    with pytest.raises(diff.DiffTooCostly):
         content_diff(ADVERSARIAL_OLD, ADVERSARIAL_NEW)
     # Refused before any matching: beyond DIFF_MAX_LINES between the unchanged ends.
     assert searches == []
     # Within the line cap, the work budget stops the matching part way.
-    with pytest.raises(views.DiffTooCostly):
+    with pytest.raises(diff.DiffTooCostly):
         content_diff("x\n" * 300, "x\ny\n" * 150)
     assert 0 < len(searches) < 300
 
