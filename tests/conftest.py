@@ -31,6 +31,11 @@ def session_client(user) -> Client:
     return client
 
 
+def text(response) -> str:
+    """The body of a web page response."""
+    return response.content.decode()
+
+
 def jwt_client(user) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {RefreshToken.for_user(user).access_token}")
@@ -70,6 +75,18 @@ def reader(alice_mind, alice) -> APIClient:
 def human(alice) -> APIClient:
     """alice herself, with a JWT."""
     return jwt_client(alice)
+
+
+@pytest.fixture
+def owner(alice) -> Client:
+    """alice, signed in to the web UI."""
+    return session_client(alice)
+
+
+@pytest.fixture
+def ui(alice_mind):
+    """URL of a page of alice's mind in the web UI."""
+    return lambda tail="": f"/ui/minds/{alice_mind.id}/{tail}"
 
 
 @pytest.fixture

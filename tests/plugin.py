@@ -1,20 +1,8 @@
-"""pytest plugin: the test session runs on a throwaway embedded PostgreSQL.
-
-Loaded with ``-p tests.plugin`` (pyproject), so this module runs before Django's settings
-are read: with DATABASE_URL unset it points SYNAPSE_DATA_DIR at a fresh temporary folder,
-whose cluster the first connection starts and the end of the session deletes. With
-DATABASE_URL set, that server is used and nothing here happens. Subprocesses started by
-tests inherit the variable and share the cluster.
-
-Under pytest-xdist (``make test`` runs ``-n``) the controller makes the folder and each
-worker, which imports this plugin again with the controller's environment, reuses it:
-one cluster, started by whichever worker connects first (embedded_db.ensure_running holds
-a file lock), with one test database per worker (``test_synapse_gw0``, … by
-pytest-django). Only the process that made the folder deletes it, after the workers end.
-"""
+"""pytest plugin (``-p tests.plugin``): each test session runs on a throwaway PostgreSQL."""
 
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -22,10 +10,20 @@ import pytest
 # the user happened to set.
 _SHARED = "SYNAPSE_TEST_THROWAWAY_DIR"
 
+# Loaded before Django reads its settings: with DATABASE_URL unset, SYNAPSE_DATA_DIR points
+# at a fresh temporary folder, whose cluster the first connection starts (subprocesses of
+# the tests inherit it) and the end of the session deletes. With DATABASE_URL set, that
+# server is used and nothing here happens.
+# Under pytest-xdist each worker imports this module again with the controller's
+# environment and gets a cluster of its own in a subfolder (<folder>/gw0, …), not one
+# shared cluster: the diff cursor is PostgreSQL's oldest running transaction, which is
+# cluster-wide, so another worker's open test transaction would hold back the cursors the
+# sync tests check. Only the controller deletes the folders, after its workers ended.
 _THROWAWAY = None
 if not os.environ.get("DATABASE_URL"):
-    if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(_SHARED):
-        os.environ["SYNAPSE_DATA_DIR"] = os.environ[_SHARED]
+    _WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+    if _WORKER and os.environ.get(_SHARED):
+        os.environ["SYNAPSE_DATA_DIR"] = str(Path(os.environ[_SHARED]) / _WORKER)
     else:
         _THROWAWAY = tempfile.mkdtemp(prefix="synapse-test-")
         os.environ["SYNAPSE_DATA_DIR"] = os.environ[_SHARED] = _THROWAWAY
@@ -37,6 +35,8 @@ def pytest_unconfigure(config):
     if _THROWAWAY:
         from synapse import embedded_db
 
+        for worker_folder in Path(_THROWAWAY).glob("gw*"):
+            embedded_db.destroy(worker_folder)
         embedded_db.destroy(_THROWAWAY)
 
 
