@@ -41,8 +41,21 @@ def test_the_admin_index_lists_users_minds_keys_memories_and_audit_events(staff)
                                  "/admin/minds/mindkey/", "/admin/memories/memory/",
                                  "/admin/memories/auditevent/"])
 def test_every_changelist_renders_with_data(staff, remember, url):
-    remember(content="Listed in the admin")
-    assert staff.get(url).status_code == 200
+    memory = remember(content="Listed in the admin")
+    response = staff.get(url)
+    assert response.status_code == 200
+    listed = {"/admin/auth/user/": lambda row: row.username,
+              "/admin/minds/mind/": lambda row: row.name,
+              "/admin/minds/mindkey/": lambda row: row.name,
+              "/admin/memories/memory/": lambda row: row.id,
+              "/admin/memories/auditevent/": lambda row: (row.action, row.memory_id)}[url]
+    rows = {listed(row) for row in response.context["cl"].result_list}
+    expected = {"/admin/auth/user/": {"root", "alice"},
+                "/admin/minds/mind/": {"Alice's Mind"},
+                "/admin/minds/mindkey/": {"alice agent"},
+                "/admin/memories/memory/": {memory.id},
+                "/admin/memories/auditevent/": {("store", memory.id)}}[url]
+    assert expected <= rows  # the audit log holds the mind's and key's events too
 
 
 def test_a_user_who_is_not_staff_is_sent_to_the_login_page(alice):
