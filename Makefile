@@ -49,8 +49,8 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
-# The suite runs on TEST_WORKERS processes (pytest-xdist; one cluster, a test database per
-# worker: tests/plugin.py), then the few `serial` tests run alone.
+# The suite runs on TEST_WORKERS processes (pytest-xdist; each worker on a throwaway cluster
+# of its own: tests/plugin.py), then the few `serial` tests run alone.
 TEST_WORKERS ?= auto
 test: install system-deps
 	$(BIN)/ruff check .

@@ -26,7 +26,6 @@ from minds.services import (
 pytestmark = pytest.mark.django_db
 
 
-
 def test_account_delete_removes_the_user_with_every_mind_and_what_is_in_it(
         alice, alice_mind, alice_key, remember, bob):
     remember(key="kept/nowhere", content="Gone with the account")
