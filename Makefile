@@ -49,10 +49,14 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
+# The suite runs on TEST_WORKERS processes (pytest-xdist; each worker on a throwaway cluster
+# of its own: tests/plugin.py), then the few `serial` tests run alone.
+TEST_WORKERS ?= auto
 test: install system-deps
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --maxprocesses 4 --dist loadgroup -m "not serial"
+	$(BIN)/python -m pytest -m serial
 
 # A longer schemathesis run than CI's (examples per operation and mode; see tests/security).
 FUZZ_EXAMPLES ?= 25

@@ -31,6 +31,21 @@ def session_client(user) -> Client:
     return client
 
 
+def text(response) -> str:
+    """The body of a web page response."""
+    return response.content.decode()
+
+
+def action(client, url: str, name: str, ids: list[str]):
+    """Run the Django admin action ``name`` of the changelist at ``url`` on ``ids``."""
+    return client.post(url, {"action": name, "_selected_action": ids, "index": 0},
+                       follow=True)
+
+
+def messages_of(response) -> list[str]:
+    return [str(message) for message in response.context["messages"]]
+
+
 def jwt_client(user) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {RefreshToken.for_user(user).access_token}")
@@ -70,6 +85,27 @@ def reader(alice_mind, alice) -> APIClient:
 def human(alice) -> APIClient:
     """alice herself, with a JWT."""
     return jwt_client(alice)
+
+
+@pytest.fixture
+def owner(alice) -> Client:
+    """alice, signed in to the web UI."""
+    return session_client(alice)
+
+
+@pytest.fixture
+def ui(alice_mind):
+    """URL of a page of alice's mind in the web UI."""
+    return lambda tail="": f"/ui/minds/{alice_mind.id}/{tail}"
+
+
+@pytest.fixture
+def staff(db):
+    """A superuser signed in to the admin (``staff.user`` is the account)."""
+    user = get_user_model().objects.create_superuser("root", "root@example.com", PASSWORD)
+    client = session_client(user)
+    client.user = user
+    return client
 
 
 @pytest.fixture

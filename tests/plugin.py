@@ -1,19 +1,32 @@
-"""pytest plugin: the test session runs on a throwaway embedded PostgreSQL.
-
-Loaded with ``-p tests.plugin`` (pyproject), so this module runs before Django's settings
-are read: with DATABASE_URL unset it points SYNAPSE_DATA_DIR at a fresh temporary folder,
-whose cluster the first connection starts and the end of the session deletes. With
-DATABASE_URL set, that server is used and nothing here happens. Subprocesses started by
-tests inherit the variable and share the cluster.
-"""
+"""pytest plugin (``-p tests.plugin``): each test session runs on a throwaway PostgreSQL."""
 
 import os
 import tempfile
+from pathlib import Path
 
+import pytest
+
+# Names the folder this plugin made, so a worker tells it apart from a SYNAPSE_DATA_DIR
+# the user happened to set.
+_SHARED = "SYNAPSE_TEST_THROWAWAY_DIR"
+
+# Loaded before Django reads its settings: with DATABASE_URL unset, SYNAPSE_DATA_DIR points
+# at a fresh temporary folder, whose cluster the first connection starts (subprocesses of
+# the tests inherit it) and the end of the session deletes. With DATABASE_URL set, that
+# server is used and nothing here happens.
+# Under pytest-xdist each worker imports this module again with the controller's
+# environment and gets a cluster of its own in a subfolder (<folder>/gw0, …), not one
+# shared cluster: the diff cursor is PostgreSQL's oldest running transaction, which is
+# cluster-wide, so another worker's open test transaction would hold back the cursors the
+# sync tests check. Only the controller deletes the folders, after its workers ended.
 _THROWAWAY = None
 if not os.environ.get("DATABASE_URL"):
-    _THROWAWAY = tempfile.mkdtemp(prefix="synapse-test-")
-    os.environ["SYNAPSE_DATA_DIR"] = _THROWAWAY
+    _WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+    if _WORKER and os.environ.get(_SHARED):
+        os.environ["SYNAPSE_DATA_DIR"] = str(Path(os.environ[_SHARED]) / _WORKER)
+    else:
+        _THROWAWAY = tempfile.mkdtemp(prefix="synapse-test-")
+        os.environ["SYNAPSE_DATA_DIR"] = os.environ[_SHARED] = _THROWAWAY
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -22,4 +35,19 @@ def pytest_unconfigure(config):
     if _THROWAWAY:
         from synapse import embedded_db
 
+        for worker_folder in Path(_THROWAWAY).glob("gw*"):
+            embedded_db.destroy(worker_folder)
         embedded_db.destroy(_THROWAWAY)
+
+
+# Fixtures too costly to build once per worker: the tests using one share a worker under
+# `--dist loadgroup` (a Chromium per module, a migrated cluster of server processes).
+_SHARED_FIXTURES = ("browser", "live_cluster")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for fixture in _SHARED_FIXTURES:
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(fixture))

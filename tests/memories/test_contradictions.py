@@ -156,11 +156,14 @@ class TestRoute:
         assert query.split("=")[0] in response.json()["error"]["fields"]
 
     def test_a_read_only_key_may_read_them(self, reader, mind_with_conflicts):
-        assert reader.get("/memory/contradictions").status_code == 200
+        response = reader.get("/memory/contradictions")
+        assert response.status_code == 200
+        assert sorted(map(sorted, self.pairs(response.json()))) == [
+            ["allergies", "allergy"], ["database_port", "db_port"]]
 
 
 @pytest.mark.django_db
-def test_the_number_of_queries_does_not_grow_with_the_mind(agent, remember):
+def test_the_number_of_queries_does_not_grow_with_the_mind(agent, remember, settings):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -175,6 +178,8 @@ def test_the_number_of_queries_does_not_grow_with_the_mind(agent, remember):
                      content=f"Service {number} listens on port {number}.")
 
     agent.get("/memory")  # the key's last_used_at is written once a minute: not in the count
+    # ... even when loading the model on a busy machine takes longer than that minute.
+    settings.SYNAPSE = {**settings.SYNAPSE, "KEY_LAST_USED_RESOLUTION_SECONDS": 3600}
     add(range(2))
     embed_batch(limit=100)
     add(range(2, 4))

@@ -153,6 +153,10 @@ def test_embed_batch_status_reports_totals_and_a_running_worker(agent, remember)
     assert agent.get("/memory/embed-batch-status").json()["running"] is True
 
 
-def test_a_human_reads_the_status_of_a_mind_they_own(human, alice_mind, bob_mind):
-    assert human.get("/memory/embed-batch-status", {"mind": alice_mind.id}).status_code == 200
+def test_a_human_reads_the_status_of_a_mind_they_own(human, alice_mind, bob_mind, remember):
+    remember(content="Pending one")
+    response = human.get("/memory/embed-batch-status", {"mind": alice_mind.id})
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["total"], body["pending"], body["done"]) == (1, 1, 0)
     assert human.get("/memory/embed-batch-status", {"mind": bob_mind.id}).status_code == 404

@@ -38,8 +38,13 @@ def test_bad_list_parameters_are_400_naming_them(agent, query):
 
 
 def test_list_limit_500_is_accepted(agent, remember):
-    remember(key="a", content="a")
-    assert agent.get("/memory?limit=500").status_code == 200
+    for number in range(51):  # one more than the default page of 50
+        remember(key=f"k{number:02d}", content=str(number))
+    response = agent.get("/memory?limit=500&ordering=key")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["count"] == 51
+    assert [m["key"] for m in body["results"]] == [f"k{number:02d}" for number in range(51)]
 
 
 def test_list_filters(agent, remember, alice, alice_mind):

@@ -84,9 +84,12 @@ def test_versions_of_another_minds_memory_are_404(bob_agent, remember):
 
 def test_read_only_key_cannot_revert(reader, remember):
     memory = _history(remember)
-    assert reader.get(f"/memory/{memory.id}/versions").status_code == 200
+    versions = reader.get(f"/memory/{memory.id}/versions")
+    assert versions.status_code == 200
+    assert [v["content"] for v in versions.json()["versions"]] == ["Vim", "Emacs", "Helix"]
     assert reader.post(f"/memory/{memory.id}/revert", {"version": 1},
                        format="json").status_code == 403
+    assert Memory.objects.get(pk=memory.id).version == 3
 
 
 def test_credentials_versions_are_readable_by_the_owning_mind(agent):

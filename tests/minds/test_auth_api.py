@@ -119,7 +119,11 @@ def test_login_of_an_inactive_user_is_401(alice):
 
 
 def test_login_ignores_a_mind_key_in_the_header(alice, alice_key):
-    assert login(client=key_client(alice_key[1])).status_code == 200
+    response = login(client=key_client(alice_key[1]))
+    assert response.status_code == 200
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {response.json()['access']}")
+    assert client.get("/auth/me").json()["username"] == "alice"
 
 
 def test_repeated_logins_for_one_username_are_rate_limited_with_retry_after(alice, settings):

@@ -55,7 +55,10 @@ def test_a_key_in_the_query_string_is_refused_on_writes(alice_key, remember, met
 
 def test_a_key_in_the_query_string_still_reads(alice_key, remember):
     memory = remember(content="Readable with ?key=")
-    assert APIClient().get(f"/memory/{memory.id}?key={alice_key[1]}").status_code == 200
+    response = APIClient().get(f"/memory/{memory.id}?key={alice_key[1]}")
+    assert response.status_code == 200
+    assert (response.json()["id"], response.json()["content"]) == (memory.id,
+                                                                   "Readable with ?key=")
     assert APIClient().head(f"/memory?key={alice_key[1]}").status_code == 200
 
 
@@ -87,6 +90,7 @@ def test_the_bearer_scheme_is_case_insensitive(alice_key):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"bearer {alice_key[1]}")
     assert client.get("/memory").status_code == 200
+    assert client.get("/memory/health").json()["mind"]["id"] == alice_key[0].mind_id
 
 
 @pytest.mark.parametrize("presented", ["mk_short", "mk_" + "!" * 52, "mk_" + "a" * 53])
@@ -165,7 +169,9 @@ def test_the_principal_of_a_key_is_an_agent_and_never_a_user(alice_key):
 
 def test_a_jwt_shaped_bearer_token_is_left_to_jwt_authentication(human):
     # Not an mk_ token: MindKeyAuthentication steps aside and the JWT is honoured.
-    assert human.get("/auth/me").status_code == 200
+    response = human.get("/auth/me")
+    assert response.status_code == 200
+    assert response.json()["username"] == "alice"
 
 
 def test_a_key_cannot_reach_the_admin(alice_key):

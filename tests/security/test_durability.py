@@ -24,7 +24,8 @@ import pytest
 from synapse import embedded_db
 from tests.security.live import Server, destroy_cluster, make_cluster
 
-pytestmark = pytest.mark.slow
+# Eight writers against a server whose database is SIGKILLed: it needs the machine to itself.
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 WRITERS = 8
 FIGURES: dict[str, dict] = {}

@@ -45,7 +45,7 @@ def browser():
 @pytest.fixture
 def generous_sign_in(settings):
     """Browser tests sign in many times a minute from one address; the sign-in rate limit
-    is tested on its own (test_views)."""
+    is tested on its own (tests/minds/test_views.py)."""
     rates = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {
         **rates, "login": "1000/min", "login_username": "1000/min"}}

@@ -10,7 +10,7 @@ from mcp import MCPError
 
 from memories.models import Memory
 from minds.services import key_issue
-from tests.client.conftest import http_session, stdio_session, text_of
+from tests.synapse_client.conftest import http_session, stdio_session, text_of
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -253,7 +253,7 @@ def test_stdio_server_with_a_wrong_key_answers_tool_calls_with_the_api_refusal(
 def test_stdio_server_without_a_key_exits_with_a_message(synapse_server):
     import subprocess
 
-    from tests.client.conftest import BIN
+    from tests.synapse_client.conftest import BIN
 
     completed = subprocess.run([str(BIN / "synapse-mcp")], env={"SYNAPSE_URL": synapse_server},
                                capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)

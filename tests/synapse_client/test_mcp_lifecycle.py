@@ -4,7 +4,7 @@ stats, over both transports."""
 import anyio
 import pytest
 
-from tests.client.conftest import text_of
+from tests.synapse_client.conftest import text_of
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

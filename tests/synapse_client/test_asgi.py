@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from memories.models import Memory
-from tests.client.conftest import BIN, free_port
+from tests.synapse_client.conftest import BIN, free_port
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
