@@ -31,9 +31,9 @@ from memories.sync import (
     tombstone_payload,
 )
 from minds.models import Mind
-from synapse.api import format_timestamp, parse_timestamp
 from synapse.parsers import JSONStream
 from synapse.text import validate_single_line
+from synapse.timestamps import format_timestamp, parse_timestamp
 
 FORMAT = "synapse.mind-export"
 FORMAT_VERSION = 1

@@ -28,7 +28,7 @@ from django.db.models import Q
 from memories.models import Category, Memory, MemoryTombstone, MemoryVersion
 from memories.recall import REDACTED
 from minds.models import Mind
-from synapse.api import format_timestamp, parse_timestamp
+from synapse.timestamps import format_timestamp, parse_timestamp
 
 # What travels between instances and decides whether two copies hold the same memory.
 SYNCED_FIELDS = ("content", "tags", "priority", "confidence", "expires_at", "superseded_at")

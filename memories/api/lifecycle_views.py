@@ -53,10 +53,10 @@ from synapse.api import (
     PageQuery,
     StrictSerializer,
     TimestampField,
-    format_timestamp,
     page_of,
 )
 from synapse.parsers import JSONStream, PayloadTooLarge, StreamingJSONParser
+from synapse.timestamps import format_timestamp
 
 # A sync is one diff page pushed to another instance: at most SYNC_MAX_CHANGES changes, in
 # at most settings.SYNC_MAX_BODY_BYTES (a default page of 1000 memories holding the longest
