@@ -147,7 +147,7 @@ def diff(*, mind: Mind, since: Since, limit: int, reveal: bool = False) -> Diff:
     again with the returned cursor at once.
     """
     floor = snapshot_floor()
-    memories = (Memory.objects.for_mind(mind).defer("search_vector", "embedding")
+    memories = (Memory.objects.for_mind(mind).without_vectors()
                 .filter(_after(since.txid, since.after_id)))
     if since.timestamp is not None:
         memories = memories.filter(updated_at__gte=since.timestamp)

@@ -62,7 +62,7 @@ class MindView(SignedInView):
                                  pk=self.kwargs["mind_id"])
 
     def render(self, template: str, context: dict | None = None, status: int = 200):
-        queue = Memory.objects.for_mind(self.mind).in_recall().filter(verified=False).count()
+        queue = Memory.objects.for_mind(self.mind).awaiting_verification().count()
         now = timezone.now()
         return render(self.request, template,
                       {"mind": self.mind, "tab": self.tab, "queue_count": queue,
@@ -83,7 +83,7 @@ class MindListView(SignedInView):
         current = Memory.objects.filter(mind=OuterRef("pk")).current()
         minds = (Mind.objects.owned_by(request.user).annotate(
             memory_count=_count(current),
-            unverified_count=_count(current.unexpired().filter(verified=False)),
+            unverified_count=_count(current.awaiting_verification()),
             key_count=_count(MindKey.objects.filter(mind=OuterRef("pk")).usable()),
         ).order_by("name", "created_at"))
         return render(request, "minds/mind_list.html",

@@ -4,6 +4,7 @@ plain views (SynapseAPIView) and for viewsets (MindScopedViewSet)."""
 from django.conf import settings
 from django.utils.functional import cached_property
 from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.extensions import OpenApiFilterExtension
 from rest_framework import exceptions, serializers
 from rest_framework.views import APIView
 from rest_framework.viewsets import GenericViewSet
@@ -91,6 +92,17 @@ class QueryFilterBackend(DjangoFilterBackend):
 
     def get_filterset_kwargs(self, request, queryset, view):
         return {"data": view.query, "queryset": queryset, "request": request}
+
+
+class QueryFilterBackendSchema(OpenApiFilterExtension):
+    """The parameters are documented by each action's query serializer (in its
+    ``@extend_schema``), not again from the FilterSet."""
+
+    target_class = QueryFilterBackend
+    priority = 1  # above drf-spectacular's own extension for django-filter's backend
+
+    def get_schema_operation_parameters(self, auto_schema, *args, **kwargs):
+        return []
 
 
 class MindScopedViewSet(GenericViewSet):
