@@ -6,6 +6,7 @@ from django.utils.functional import cached_property
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.extensions import OpenApiFilterExtension
 from rest_framework import exceptions, serializers
+from rest_framework.metadata import SimpleMetadata
 from rest_framework.views import APIView
 from rest_framework.viewsets import GenericViewSet
 
@@ -105,6 +106,14 @@ class QueryFilterBackendSchema(OpenApiFilterExtension):
         return []
 
 
+class ViewMetadata(SimpleMetadata):
+    """OPTIONS: name, description, media types; no form of fields (the OpenAPI schema has
+    them, and these viewsets have no default serializer to describe)."""
+
+    def determine_actions(self, request, view):
+        return {}
+
+
 class MindScopedViewSet(GenericViewSet):
     """A viewset over the rows of the request's mind: authenticated, strict query
     parameters, the mind resolved once from the credentials (``self.mind``).
@@ -121,6 +130,7 @@ class MindScopedViewSet(GenericViewSet):
     query_serializer: type[serializers.Serializer] | None = None
     body_limit = "MAX_BODY_BYTES"
     filter_backends = [QueryFilterBackend]
+    metadata_class = ViewMetadata
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
