@@ -42,7 +42,7 @@ class TransferActions:
             permission_classes=[MindAccess, PlaintextForHumans])
     def diff(self, request):
         result = diff_since(mind=self.mind, since=self.query.get("since") or Since(),
-                      limit=self.query["limit"], reveal=self.query["include_credentials"])
+                            limit=self.query["limit"], reveal=self.query["include_credentials"])
         return Response(result.as_dict())
 
     @extend_schema(
