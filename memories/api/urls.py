@@ -19,7 +19,8 @@ class MemoryIdConverter:
 
 register_converter(MemoryIdConverter, "memory_id")
 
-router = SimpleRouter(trailing_slash=False)
+# Path syntax (not regex): the memory id is the memory_id converter, as in the extra paths.
+router = SimpleRouter(trailing_slash=False, use_regex_path=False)
 router.register("memory", MemoryViewSet, basename="memory")
 
 urlpatterns = [

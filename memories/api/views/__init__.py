@@ -34,6 +34,7 @@ class MemoryViewSet(CoreActions, SearchActions, VerificationActions, LifecycleAc
     filterset_class = MemoryFilter
     lookup_url_kwarg = "memory_id"
     lookup_value_regex = MEMORY_ID_PATTERN
+    lookup_value_converter = "memory_id"  # registered with this pattern in memories.api.urls
 
     def get_queryset(self):
         """Every memory of this mind (in the trash too); each action narrows it."""

@@ -25,7 +25,6 @@ from memories.api.serializers.search import (
 )
 from synapse.api import MIND_PARAMETER, page_of
 
-MEMORY_ID = r"(?P<memory_id>mem_[A-Za-z0-9]{1,36})"
 RELATED_SCHEMA = {"parameters": [MIND_PARAMETER, RelatedQuerySerializer],
                   "responses": {200: RelatedResponseSerializer, **ERRORS}, "tags": ["search"]}
 
@@ -97,7 +96,7 @@ class SearchActions:
                          "results": MemorySerializer(page, many=True).data})
 
     @extend_schema(operation_id="memory_related", **RELATED_SCHEMA)
-    @action(detail=False, methods=["get"], url_path=f"related/{MEMORY_ID}",
+    @action(detail=False, methods=["get"], url_path="related/<memory_id:memory_id>",
             query_serializer=RelatedQuerySerializer, throttle_scope="search")
     def related(self, request, memory_id: str):
         """Memories sharing tags with this one, or nearest to it in meaning; each listed
