@@ -1,8 +1,4 @@
-"""The memory list filters (django-filter), shared by list, recall, search and by-tag.
-
-The FilterSet reads the validated query of the action (synapse.api.QueryFilterBackend):
-each action's query serializer declares and checks the parameters it takes, and the
-filters present there are applied, the others skipped."""
+"""The memory filters (django-filter) of list, recall, search and by-tag."""
 
 import django_filters
 
@@ -10,6 +6,9 @@ from memories.models import Category, Memory, Priority, Source
 
 
 class MemoryFilter(django_filters.FilterSet):
+    """Applied to the action's validated query (synapse.api.QueryFilterBackend): the
+    filters it carries apply, the others are skipped."""
+
     category = django_filters.ChoiceFilter(choices=Category.choices)
     priority = django_filters.ChoiceFilter(choices=Priority.choices)
     source = django_filters.ChoiceFilter(choices=Source.choices)

@@ -1,5 +1,4 @@
-"""The API toolkit shared by every route: error shape, base views, fields, pagination,
-permissions and schema bits (one module each); the names are importable from here."""
+"""The API toolkit every route shares: errors, views, fields, pagination, permissions, schema."""
 
 from synapse.api.errors import (
     Conflict,

@@ -1,5 +1,4 @@
-"""Base views of the API: strict query parameters and the mind a request acts on, for
-plain views (SynapseAPIView) and for viewsets (MindScopedViewSet)."""
+"""Base views: strict query parameters and the request's mind, for APIViews and viewsets."""
 
 from django.conf import settings
 from django.utils.functional import cached_property
