@@ -171,13 +171,17 @@ def api_write_routes(patterns=None, prefix=""):
         if isinstance(entry, URLResolver):
             routes += api_write_routes(entry.url_patterns, prefix + str(entry.pattern))
         elif isinstance(entry, URLPattern):
-            view_class = getattr(entry.callback, "view_class", None)
+            # A viewset route (DRF router) has its class in .cls and its methods in .actions.
+            view_class = (getattr(entry.callback, "view_class", None)
+                          or getattr(entry.callback, "cls", None))
+            actions = getattr(entry.callback, "actions", None)
             route = prefix + str(entry.pattern)
             if (view_class is None or not issubclass(view_class, APIView)
                     or route in NOT_MIND_ROUTES or route.startswith("api/")):
                 continue
             routes += [(route, method) for method in WRITE_METHODS
-                       if hasattr(view_class, method)]
+                       if (method in actions if actions is not None
+                           else hasattr(view_class, method))]
     return routes
 
 
