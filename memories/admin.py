@@ -49,7 +49,7 @@ class MemoryAdmin(OwnMindsOnly, admin.ModelAdmin):
     readonly_fields = fields
 
     def get_queryset(self, request):
-        return super().get_queryset(request).defer("search_vector", "embedding")
+        return super().get_queryset(request).without_vectors()
 
     @admin.display(description="content")
     def preview(self, memory: Memory) -> str:

@@ -31,9 +31,9 @@ from memories.sync import (
     tombstone_payload,
 )
 from minds.models import Mind
-from synapse.api import format_timestamp, parse_timestamp
 from synapse.parsers import JSONStream
 from synapse.text import validate_single_line
+from synapse.timestamps import format_timestamp, parse_timestamp
 
 FORMAT = "synapse.mind-export"
 FORMAT_VERSION = 1
@@ -71,7 +71,7 @@ def export_json(*, mind: Mind, reveal: bool) -> Iterator[str]:
                      "created_at": format_timestamp(mind.created_at)},
             "credentials": "included" if reveal else "redacted"}
     yield _dumps(head)[:-1] + ',"memories":['
-    memories = (Memory.objects.for_mind(mind).defer("search_vector", "embedding")
+    memories = (Memory.objects.for_mind(mind).without_vectors()
                 .order_by("created_at", "id")
                 .prefetch_related(Prefetch("versions",
                                            queryset=MemoryVersion.objects.order_by("version"))))
@@ -115,7 +115,7 @@ def export_csv(*, mind: Mind, reveal: bool) -> Iterator[str]:
     the JSON export carries it unchanged."""
     writer = csv.writer(_Line())
     piece = [writer.writerow(CSV_COLUMNS)]
-    memories = (Memory.objects.for_mind(mind).current().defer("search_vector", "embedding")
+    memories = (Memory.objects.for_mind(mind).current().without_vectors()
                 .order_by("category", "key"))
     for memory in memories.iterator(chunk_size=CHUNK_SIZE):
         piece.append(writer.writerow(map(csv_cell, [

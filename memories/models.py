@@ -78,15 +78,24 @@ class MemoryQuerySet(models.QuerySet):
         return self.current().unexpired(now)
 
     def in_trash(self) -> "MemoryQuerySet":
+        """In the trash (restorable until purged)."""
         return self.filter(deleted_at__isnull=False)
+
+    def awaiting_verification(self, now=None) -> "MemoryQuerySet":
+        """The verification queue: unverified memories that recall may show."""
+        return self.in_recall(now).filter(verified=False)
+
+    def tagged(self, tag: str) -> "MemoryQuerySet":
+        """Carrying ``tag`` (compared as stored: trimmed, lowercase)."""
+        return self.filter(tags__contains=[tag.strip().lower()])
+
+    def without_vectors(self) -> "MemoryQuerySet":
+        """Without loading the search vector and the embedding (large, rarely read)."""
+        return self.defer("search_vector", "embedding")
 
     def recall_order(self) -> "MemoryQuerySet":
         """Critical first, then high, normal, low; most recently updated first within each."""
         return self.order_by("priority_rank", "-updated_at", "id")
-
-    def needing_embedding(self) -> "MemoryQuerySet":
-        """Rows marked for the embedding worker."""
-        return self.filter(embedding_pending=True)
 
     def matching(self, query: str) -> "MemoryQuerySet":
         """Memories matching a query in the search syntax (words ANDed, "phrase",

@@ -12,6 +12,7 @@ from django.db.models import BigIntegerField, Func, Sum
 
 from memories.models import QuotaCounter
 from minds.models import Mind
+from synapse.refusals import Refusal
 
 # How many counter rows each mind has: up to SLOTS writers of one mind hold one each at once;
 # each slot holds 1/SLOTS of every limit.
@@ -25,7 +26,7 @@ SETTINGS = {"memories": "QUOTA_MEMORIES", "versions": "QUOTA_VERSIONS",
             "content_bytes": "QUOTA_CONTENT_BYTES"}
 
 
-class QuotaExceeded(Exception):
+class QuotaExceeded(Refusal):
     """A write would take a mind over one of its quotas; nothing was written.
 
     Versions are never pruned; a mind at its quota can still read, update in place what
@@ -41,9 +42,17 @@ class QuotaExceeded(Exception):
             f"holds {used} and this write adds {adding}. Nothing was written. Purge the "
             "trash, or ask the operator to raise the limit.")
 
+    # 403: the request is understood and valid, but this mind may not grow further (not
+    # 413, which is about the size of the request itself).
+    status_code = 403
+    code = "quota_exceeded"
+
     def as_dict(self) -> dict:
         return {"name": self.quota, "limit": self.limit, "used": self.used,
                 "adding": self.adding}
+
+    def error_fields(self) -> dict:
+        return {"quota": self.as_dict()}
 
 
 @dataclass

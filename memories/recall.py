@@ -50,6 +50,15 @@ class RecallItem(NamedTuple):
 RECALL_FIELDS = RecallItem._fields
 
 
+def recall_memories(mind: Mind):
+    """The memories recall shows for ``mind``: current and unexpired, and only verified ones
+    when the mind leaves unverified memories out (``unverified_in_recall``)."""
+    memories = Memory.objects.for_mind(mind).in_recall()
+    if mind.unverified_in_recall == Mind.UnverifiedInRecall.HIDDEN:
+        memories = memories.filter(verified=True)
+    return memories
+
+
 def recall_items(memories) -> Iterable[RecallItem]:
     """Stream a queryset (already in recall order) as RecallItems."""
     for row in memories.values_list(*RECALL_FIELDS).iterator(chunk_size=500):

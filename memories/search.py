@@ -16,8 +16,6 @@ from memories.query import (
     ParsedQuery,
     QuerySyntaxError,
     Term,
-    # Re-exported while memories.api reads it as search.parse_query (issue 11 merge).
-    parse_query,  # noqa: F401
     words_query,
 )
 from minds.models import Mind
@@ -298,7 +296,7 @@ def load_hits(hits: list[tuple[str, float]], text: str) -> list[tuple[Memory, fl
     snippet_sql = (f"CASE WHEN category = %s THEN NULL ELSE ts_headline('english'::regconfig, "
                    f"translate(content, %s, ''), {highlight_sql}, %s) END")
     memories = (Memory.objects.filter(id__in=[memory_id for memory_id, _ in hits])
-                .defer("search_vector", "embedding")
+                .without_vectors()
                 .annotate(snippet=RawSQL(snippet_sql, [Category.CREDENTIALS,  # noqa: S611
                                                       _MARK_START + _MARK_END, *params,
                                                       _HEADLINE_OPTIONS])))
@@ -311,7 +309,7 @@ def rank_for_recall(*, mind: Mind, memories, query: str) -> Iterator[Memory]:
     """Recall ordered by hybrid relevance to ``query``: the relevant memories first (best
     first), then the rest in recall order. Streamed: memory holds the FUSION_CANDIDATES
     ranked memories and one chunk of the rest."""
-    memories = memories.defer("search_vector", "embedding")
+    memories = memories.without_vectors()
     if not memories.exists():
         return iter(())
     # The search runs now, in the view, so a failure is a clean error response rather
@@ -355,8 +353,8 @@ def related_memories(memory: Memory, candidates, *, limit: int) -> list[RelatedH
               + 0.5 * max(similarity.get(memory_id, 0.0), 0.0)
               for memory_id in shared.keys() | similarity.keys()}
     best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
-    by_id = candidates.filter(id__in=[memory_id for memory_id, _ in best]).defer(
-        "search_vector", "embedding").in_bulk()
+    by_id = (candidates.filter(id__in=[memory_id for memory_id, _ in best]).without_vectors()
+             .in_bulk())
     return [RelatedHit(by_id[memory_id], score, shared.get(memory_id, []),
                        similarity.get(memory_id))
             for memory_id, score in best if memory_id in by_id]

@@ -6,14 +6,17 @@ for every state change, the embedding mark for every change of meaning, and prov
 (``source``, ``verified``) that follows who wrote, never what the body claims.
 """
 
+import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 
 from memories import sync
 from memories.audit import describe_actor, record_event
@@ -23,6 +26,7 @@ from memories.export import backup_change
 from memories.models import (
     VERSIONED_FIELDS,
     Category,
+    IdempotentRequest,
     Memory,
     MemoryTombstone,
     MemoryVersion,
@@ -36,7 +40,7 @@ from minds.models import Mind
 from synapse.ids import new_memory_id
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
 AGENT_DEFAULT_CONFIDENCE = 0.7
 USER_DEFAULT_CONFIDENCE = 1.0
@@ -161,6 +165,54 @@ def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | N
         memory, changed = _apply(memory=existing, actor=actor, changes=changes,
                                  provenance=provenance, action="update")
         return StoreResult(memory, "updated" if changed else "unchanged")
+
+
+class IdempotencyConflict(Exception):
+    """An Idempotency-Key reused with another request body, or still in progress."""
+
+
+@dataclass(frozen=True)
+class IdempotentAnswer:
+    status_code: int
+    body: dict
+    replayed: bool  # the first answer to this key, given again
+
+
+def memory_store_once(*, mind: Mind, actor, idempotency_key: str, request_body,
+                      answer: "Callable[[StoreResult], tuple[int, dict]]",
+                      **fields) -> IdempotentAnswer:
+    """:func:`memory_store` (``fields``) under an Idempotency-Key: the first answer
+    (``answer(result)``: status code and body) is kept IDEMPOTENCY_TTL_SECONDS and given
+    again to a retry with the same body; the same key with another body, or while the
+    first request is still running, is an IdempotencyConflict."""
+    # Keyed with SECRET_KEY: the body may hold a credential, and a bare hash of a
+    # short secret kept in the database could be reversed by guessing.
+    fingerprint = salted_hmac("synapse.idempotency", json.dumps(
+        request_body, sort_keys=True, default=str), algorithm="sha256").hexdigest()
+    ttl = settings.SYNAPSE["IDEMPOTENCY_TTL_SECONDS"]
+    cutoff = timezone.now() - timezone.timedelta(seconds=ttl)
+    for _attempt in range(2):
+        previous = IdempotentRequest.objects.filter(mind=mind, key=idempotency_key,
+                                                    created_at__gte=cutoff).first()
+        if previous is not None:
+            if previous.fingerprint != fingerprint:
+                raise IdempotencyConflict(
+                    "This Idempotency-Key was used with a different request.")
+            return IdempotentAnswer(previous.status_code, previous.body, replayed=True)
+        try:
+            with transaction.atomic():
+                IdempotentRequest.objects.filter(mind=mind, key=idempotency_key,
+                                                 created_at__lt=cutoff).delete()
+                status_code, body = answer(memory_store(mind=mind, actor=actor, **fields))
+                # The unique (mind, key) index makes a concurrent retry wait here,
+                # then fail and roll its store back; it replays our answer instead.
+                IdempotentRequest.objects.create(mind=mind, key=idempotency_key,
+                                                 fingerprint=fingerprint,
+                                                 status_code=status_code, body=body)
+            return IdempotentAnswer(status_code, body, replayed=False)
+        except IntegrityError:
+            continue
+    raise IdempotencyConflict("A request with this Idempotency-Key is in progress; retry.")
 
 
 def _create(*, mind: Mind, actor, category: str, key: str, changes: dict) -> Memory:

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from django.db import connection
 
-from synapse.api import format_timestamp, parse_timestamp
+from synapse.timestamps import format_timestamp, parse_timestamp
 
 BATCH_SIZE = 1000
 # The fields of staged items that hold timestamps (items are dicts of JSON values else).

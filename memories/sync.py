@@ -28,7 +28,7 @@ from django.db.models import Q
 from memories.models import Category, Memory, MemoryTombstone, MemoryVersion
 from memories.recall import REDACTED
 from minds.models import Mind
-from synapse.api import format_timestamp, parse_timestamp
+from synapse.timestamps import format_timestamp, parse_timestamp
 
 # What travels between instances and decides whether two copies hold the same memory.
 SYNCED_FIELDS = ("content", "tags", "priority", "confidence", "expires_at", "superseded_at")
@@ -147,7 +147,7 @@ def diff(*, mind: Mind, since: Since, limit: int, reveal: bool = False) -> Diff:
     again with the returned cursor at once.
     """
     floor = snapshot_floor()
-    memories = (Memory.objects.for_mind(mind).defer("search_vector", "embedding")
+    memories = (Memory.objects.for_mind(mind).without_vectors()
                 .filter(_after(since.txid, since.after_id)))
     if since.timestamp is not None:
         memories = memories.filter(updated_at__gte=since.timestamp)

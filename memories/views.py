@@ -6,7 +6,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.postgres.search import SearchRank
 from django.core.paginator import Paginator
-from django.db.models import Count, F, Q
+from django.db.models import Count, F
 from django.db.models.functions import TruncDate
 from django.http import Http404
 from django.shortcuts import redirect
@@ -27,7 +27,6 @@ from memories.forms import (
 )
 from memories.models import (
     AuditEvent,
-    Category,
     Memory,
     MemoryVersion,
     Priority,
@@ -47,6 +46,7 @@ from memories.services import (
     memory_update,
     memory_verify_many,
 )
+from memories.stats import mind_stats
 from minds.views import MindView
 
 PAGE_SIZE = 25
@@ -79,7 +79,7 @@ class MemoryPageView(MindView):
     """A page of one mind that may act on one of its memories."""
 
     def memories(self):
-        return Memory.objects.for_mind(self.mind).defer("search_vector", "embedding")
+        return Memory.objects.for_mind(self.mind).without_vectors()
 
     def get_memory(self, memory_id: str) -> Memory:
         """A memory of this mind, in the trash or not; any other id is a 404."""
@@ -177,8 +177,7 @@ class QueueView(MemoryPageView):
     tab = "queue"
 
     def get(self, request, mind_id, form=None, status: int = 400):
-        pending = (self.memories().in_recall().filter(verified=False)
-                   .order_by("created_at", "id"))
+        pending = self.memories().awaiting_verification().order_by("created_at", "id")
         page = Paginator(pending, QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
         page.object_list = listed(page.object_list)
         # Just verified agent memories stay in reach, so a hasty verify can be undone here.
@@ -407,12 +406,8 @@ class StatsView(MemoryPageView):
 
     def get(self, request, mind_id):
         now = timezone.now()
+        stats = mind_stats(mind=self.mind)
         current = self.memories().current()
-        by_category = dict(current.values_list("category").annotate(n=Count("id")))
-        by_priority = dict(current.values_list("priority").annotate(n=Count("id")))
-        totals = current.aggregate(
-            total=Count("id"), verified=Count("id", filter=Q(verified=True)),
-            expired=Count("id", filter=Q(expires_at__lte=now)))
         start = (now - timedelta(days=TIMELINE_DAYS - 1)).date()
         daily = dict(current.filter(created_at__date__gte=start)
                      .annotate(day=TruncDate("created_at")).values_list("day")
@@ -420,11 +415,11 @@ class StatsView(MemoryPageView):
         before = current.filter(created_at__date__lt=start).count()
         points = daily_totals(daily, start, TIMELINE_DAYS, before)
         return self.render("memories/stats.html", {
-            "totals": totals,
-            "unverified": totals["total"] - totals["verified"],
-            "trash": self.memories().in_trash().count(),
-            "by_category": bar_chart({c: by_category.get(c, 0) for c in Category.values}),
-            "by_priority": bar_chart({p: by_priority.get(p, 0)
+            "totals": {name: stats[name] for name in ("total", "verified", "expired")},
+            "unverified": stats["unverified"],
+            "trash": stats["in_trash"],
+            "by_category": bar_chart(stats["by_category"]),
+            "by_priority": bar_chart({p: stats["by_priority"][p]
                                       for p in reversed(Priority.values)}),
             "timelines": {size: timeline_chart(points, width, height)
                           for size, (width, height) in TIMELINE_SIZES.items()},

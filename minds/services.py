@@ -56,7 +56,7 @@ def minds_with_counts(*, owner) -> MindQuerySet:
     current = Memory.objects.current()
     return Mind.objects.owned_by(owner).annotate(
         memory_count=_count_per_mind(current),
-        unverified_count=_count_per_mind(current.unexpired().filter(verified=False)),
+        unverified_count=_count_per_mind(current.awaiting_verification()),
         key_count=_count_per_mind(MindKey.objects.usable()),
     )
 

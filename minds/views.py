@@ -67,7 +67,7 @@ class MindView(SignedInView):
                                  pk=self.kwargs["mind_id"])
 
     def render(self, template: str, context: dict | None = None, status: int = 200):
-        queue = Memory.objects.for_mind(self.mind).in_recall().filter(verified=False).count()
+        queue = Memory.objects.for_mind(self.mind).awaiting_verification().count()
         now = timezone.now()
         return render(self.request, template,
                       {"mind": self.mind, "tab": self.tab, "queue_count": queue,

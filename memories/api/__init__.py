@@ -1,0 +1,1 @@
+"""The agent API for memories: MemoryViewSet (views/), its serializers, filters and routes."""

@@ -42,19 +42,15 @@ from minds.services import (
     minds_with_counts,
     registration_open,
 )
-from synapse.api import HumanOnly, SynapseAPIView
+from synapse.api import HUMAN_AUTH, HumanOnly, SynapseAPIView, error_responses
 from synapse.throttling import LoginAttemptThrottle, ScopeRateThrottle
 
 REALM = 'Bearer realm="synapse"'
 # Said whether or not the username was free, so registering tells nobody who has an account.
 REGISTERED = ("Unless this username was already taken, the account now exists: sign in with "
               "POST /auth/login. If signing in fails, choose another username.")
-ERRORS = {400: OpenApiResponse(description="Invalid input (error shape)"),
-          401: OpenApiResponse(description="Missing or wrong credentials"),
-          403: OpenApiResponse(description="Mind Keys cannot use human routes"),
-          404: OpenApiResponse(description="No such mind or key (or not yours)")}
-# Human routes: a JWT or a session. Mind Keys authenticate but are refused (403).
-HUMAN_AUTH = [{"jwtAuth": []}, {"cookieAuth": []}]
+ERRORS = error_responses(not_found="No such mind or key (or not yours)",
+                        forbidden="Mind Keys cannot use human routes")
 ME_ERRORS = {401: ERRORS[401], 403: ERRORS[403]}
 TOKEN_ERRORS = {400: OpenApiResponse(description="Invalid input (error shape)"),
                 401: OpenApiResponse(description="Wrong credentials or invalid token"),

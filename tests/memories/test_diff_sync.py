@@ -336,7 +336,7 @@ def test_sync_over_the_cap_is_413_saying_how_to_split_it(agent, alice_mind):
 def test_sync_stops_reading_at_the_first_change_over_the_cap(agent, alice_mind, monkeypatch):
     # The body breaks off after the fourth change: read whole it would be a 400 (bad JSON).
     # Read as it arrives, the fourth change is over a cap of 3 and the answer is a 413.
-    monkeypatch.setattr("memories.api.lifecycle_views.SYNC_MAX_CHANGES", 3)
+    monkeypatch.setattr("memories.api.serializers.transfer.SYNC_MAX_CHANGES", 3)
     changes = ",".join(json.dumps(item(f"k{i}", "x", 1)) for i in range(4))
     response = agent.post("/memory/sync", '{"memories": [' + changes + ', {"broken',
                           content_type="application/json")

@@ -99,7 +99,7 @@ def test_two_workers_never_embed_the_same_memory_twice(model, remember, alice_mi
     assert failures == []
     assert len(claims) == 120 and set(claims.values()) == {1}
     assert len(by_thread) == 2 and all(count > 0 for count in by_thread.values())
-    assert not Memory.objects.for_mind(alice_mind).needing_embedding().exists()
+    assert not Memory.objects.for_mind(alice_mind).filter(embedding_pending=True).exists()
 
 
 @pytest.mark.django_db(transaction=True)  # the command manages its own connections

@@ -37,6 +37,21 @@ def test_bad_list_parameters_are_400_naming_them(agent, query):
     assert query.split("=")[0] in response.json()["error"]["fields"]
 
 
+@pytest.mark.parametrize("query", ["category=nonsense", "priority=urgent", "source=robot",
+                                   "tag=" + "x" * 51, "include_expired=maybe"])
+def test_bad_list_filter_values_are_400_in_the_error_shape(agent, query):
+    response = agent.get(f"/memory?{query}")
+    error = response.json()["error"]
+    assert (response.status_code, error["code"]) == (400, "invalid")
+    assert list(error["fields"]) == [query.split("=")[0]]
+
+
+def test_memory_routes_answer_options_without_a_form_of_fields(agent):
+    response = agent.options("/memory")
+    assert response.status_code == 200
+    assert "actions" not in response.json()
+
+
 def test_list_limit_500_is_accepted(agent, remember):
     for number in range(51):  # one more than the default page of 50
         remember(key=f"k{number:02d}", content=str(number))

@@ -15,7 +15,7 @@ from memories.services import memory_store, memory_sync
 from memories.sync import Change
 from minds.authentication import AgentPrincipal
 from minds.services import mind_create
-from synapse.api import format_timestamp
+from synapse.timestamps import format_timestamp
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
-from memories.api.lifecycle_views import read_sync
+from memories.api.serializers.transfer import read_sync
 from memories.models import Memory
 from memories.services import (
     MemoryConflict,

@@ -181,7 +181,8 @@ def api_write_routes(patterns=None, prefix=""):
                     or route in NOT_MIND_ROUTES or route.startswith("api/")):
                 continue
             routes += [(route, method) for method in WRITE_METHODS
-                       if (method in actions if actions else hasattr(view_class, method))]
+                       if (method in actions if actions is not None
+                           else hasattr(view_class, method))]
     return routes
 
 

@@ -4,8 +4,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from minds.models import Mind, MindKey
 from minds.services import key_issue
-from synapse.api import parse_timestamp
 from synapse.text import single_line_argument
+from synapse.timestamps import parse_timestamp
 
 
 class Command(BaseCommand):

@@ -1,8 +1,9 @@
-"""Memory serializers: strict input (unknown and server-set fields refused), one output."""
+"""Memory serializers: strict input (unknown and server-set fields refused), one output; recall."""
 
 import math
 from collections.abc import Iterable, Iterator
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import exceptions, serializers
 from rest_framework.renderers import JSONRenderer
 
@@ -15,7 +16,7 @@ from memories.recall import (
     format_block,
     recall_header,
 )
-from synapse.api import StrictSerializer, TimestampField
+from synapse.api import PageQuery, SingleLineName, StrictSerializer, TimestampField
 from synapse.text import validate_single_line
 
 MAX_CONTENT = 50_000
@@ -27,12 +28,7 @@ SERVER_FIELDS = frozenset({"verified", "mind_id", "mind", "id", "version", "crea
                            "updated_at", "deleted_at"})
 
 
-def validate_key(value: str) -> str:
-    value = value.strip()
-    if not value:
-        raise serializers.ValidationError("The key cannot be blank.")
-    validate_single_line(value)
-    return value
+validate_key = SingleLineName("key")
 
 
 class TagsField(serializers.ListField):
@@ -132,9 +128,7 @@ class StoreResponseSerializer(serializers.Serializer):
     version = serializers.IntegerField()
 
 
-class MemoryListQuerySerializer(serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, max_value=500, default=50)
-    offset = serializers.IntegerField(min_value=0, max_value=10_000_000, default=0)
+class MemoryListQuerySerializer(PageQuery):
     category = serializers.ChoiceField(choices=Category.choices, required=False)
     tag = serializers.CharField(max_length=MAX_TAG_LENGTH, required=False)
     priority = serializers.ChoiceField(choices=Priority.choices, required=False)
@@ -147,6 +141,7 @@ class MemoryListQuerySerializer(serializers.Serializer):
                  "-priority", "key", "-key"], required=False, default="-updated_at")
 
 
+@extend_schema_serializer(many=False)  # the list action's answer is one object, not an array
 class MemoryListSerializer(serializers.Serializer):
     count = serializers.IntegerField()
     limit = serializers.IntegerField()

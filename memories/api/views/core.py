@@ -1,20 +1,19 @@
-"""Core memory routes (SPEC §4 "Core"): store, list, get, update, delete, recall, health."""
+"""Core memory actions: list, store, get, update, delete, recall, health."""
 
 import itertools
-import json
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import connection
 from django.http import HttpResponse, StreamingHttpResponse
-from django.utils import timezone
-from django.utils.crypto import salted_hmac
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, status
+from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from memories import recall as recall_module
-from memories.api.serializers import (
+from memories.api.schema import ERRORS, IDEMPOTENCY_HEADER
+from memories.api.serializers.memory import (
     HealthSerializer,
     MemoryListQuerySerializer,
     MemoryListSerializer,
@@ -26,68 +25,47 @@ from memories.api.serializers import (
     StoreResponseSerializer,
     stream_recall_json,
 )
-from memories.models import IdempotentRequest, Memory
-from memories.recall import build_recall, count_recall, recall_items, stream_text
-from memories.services import MemoryConflict, memory_delete, memory_store, memory_update
-from synapse.api import MIND_PARAMETER, Conflict, SynapseAPIView
-
-IDEMPOTENCY_HEADER = OpenApiParameter(
-    "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
-    description="A retried request with the same key returns the first answer and writes "
-                "nothing twice (kept 24 hours).")
-ERRORS = {400: OpenApiResponse(description="Invalid input (error shape)"),
-          401: OpenApiResponse(description="Missing or wrong credentials"),
-          403: OpenApiResponse(description="Not allowed for these credentials"),
-          404: OpenApiResponse(description="No such memory in this mind")}
-
-
-class MemoryScopedView(SynapseAPIView):
-    """A view over the memories of the request's mind."""
-
-    def memories(self):
-        return Memory.objects.for_mind(self.get_mind())
-
-    def get_memory(self, memory_id: str) -> Memory:
-        """A memory of this mind outside the trash; anything else is a 404."""
-        memory = self.memories().alive().filter(pk=memory_id).select_related("mind").first()
-        if memory is None:
-            raise exceptions.NotFound("No such memory.")
-        return memory
+from memories.recall import (
+    build_recall,
+    count_recall,
+    recall_items,
+    recall_memories,
+    stream_text,
+)
+from memories.services import (
+    IdempotencyConflict,
+    MemoryConflict,
+    StoreResult,
+    memory_delete,
+    memory_store,
+    memory_store_once,
+    memory_update,
+)
+from synapse.api import MIND_PARAMETER, Conflict, page_of
 
 
-class MemoryCollectionView(MemoryScopedView):
-    query_serializers = {"GET": MemoryListQuerySerializer}
+def store_answer(result: StoreResult) -> tuple[int, dict]:
+    """The status code and body that answer a store."""
+    body = {"id": result.memory.id, "status": result.status, "version": result.memory.version}
+    return (status.HTTP_201_CREATED if result.status == "stored" else status.HTTP_200_OK, body)
+
+
+class CoreActions:
+    """list, create, retrieve, update, destroy; recall and health."""
+
+    def get_query_serializer_class(self):
+        if self.action == "list":
+            return MemoryListQuerySerializer
+        return super().get_query_serializer_class()
 
     @extend_schema(operation_id="memory_list", parameters=[MIND_PARAMETER,
                                                            MemoryListQuerySerializer],
                    responses={200: MemoryListSerializer, **ERRORS}, tags=["memory"])
-    def get(self, request):
+    def list(self, request):
         """List memories (current versions, not in the trash), filtered and paginated."""
-        query = self.query
-        memories = self.memories().current()
-        for name in ("category", "priority", "source"):
-            if query.get(name):
-                memories = memories.filter(**{name: query[name]})
-        if query.get("tag"):
-            memories = memories.filter(tags__contains=[query["tag"].strip().lower()])
-        if query.get("verified") is not None:
-            memories = memories.filter(verified=query["verified"])
-        if query.get("updated_since"):
-            memories = memories.filter(updated_at__gte=query["updated_since"])
-        if not query["include_expired"]:
-            memories = memories.unexpired()
-        ordering = query["ordering"]
-        if ordering.lstrip("-") == "priority":
-            # "priority" means most important first; "-priority" least important first.
-            field = "-priority_rank" if ordering.startswith("-") else "priority_rank"
-            memories = memories.order_by(field, "-updated_at", "id")
-        else:
-            memories = memories.order_by(ordering, "id")
-        limit, offset = query["limit"], query["offset"]
-        page = list(memories[offset:offset + limit])
-        count = memories.count() if len(page) == limit or offset else offset + len(page)
-        data = MemorySerializer(page, many=True).data
-        return Response({"count": count, "limit": limit, "offset": offset, "results": data})
+        memories = self.filter_queryset(self.get_queryset().current())
+        page, counts = page_of(memories, self.query)
+        return Response({**counts, "results": MemorySerializer(page, many=True).data})
 
     @extend_schema(operation_id="memory_store", request=MemoryStoreSerializer,
                    parameters=[MIND_PARAMETER, IDEMPOTENCY_HEADER],
@@ -95,69 +73,37 @@ class MemoryCollectionView(MemoryScopedView):
                               409: OpenApiResponse(description="Idempotency-Key reused with "
                                                    "another body"), **ERRORS},
                    tags=["memory"])
-    def post(self, request):
+    def create(self, request):
         """Store a memory, or update the one with the same (category, key)."""
         serializer = MemoryStoreSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        mind = self.get_mind()
+        data = serializer.validated_data
+        fields = {**data, "expires_given": "expires_at" in data}
+        mind = self.mind
         idempotency_key = request.headers.get("Idempotency-Key")
         if idempotency_key is None:
-            status_code, body = self._store(mind, serializer.validated_data)
+            status_code, body = store_answer(memory_store(mind=mind, actor=request.user,
+                                                          **fields))
             return Response(body, status=status_code)
         if not 1 <= len(idempotency_key) <= 200:
             raise exceptions.ValidationError(
                 {"Idempotency-Key": ["Must be 1 to 200 characters."]})
-        # Keyed with SECRET_KEY: the body may hold a credential, and a bare hash of a
-        # short secret kept in the database could be reversed by guessing.
-        fingerprint = salted_hmac("synapse.idempotency", json.dumps(
-            request.data, sort_keys=True, default=str), algorithm="sha256").hexdigest()
-        return self._store_once(mind, idempotency_key, fingerprint, serializer.validated_data)
+        try:
+            answer = memory_store_once(mind=mind, actor=request.user,
+                                       idempotency_key=idempotency_key,
+                                       request_body=request.data, answer=store_answer, **fields)
+        except IdempotencyConflict as error:
+            raise Conflict(str(error)) from error
+        response = Response(answer.body, status=answer.status_code)
+        if answer.replayed:
+            response["Idempotent-Replayed"] = "true"
+        return response
 
-    def _store(self, mind, data: dict) -> tuple[int, dict]:
-        data = dict(data)
-        expires_given = "expires_at" in data
-        result = memory_store(mind=mind, actor=self.request.user, expires_given=expires_given,
-                              **data)
-        body = {"id": result.memory.id, "status": result.status,
-                "version": result.memory.version}
-        return (status.HTTP_201_CREATED if result.status == "stored" else status.HTTP_200_OK,
-                body)
-
-    def _store_once(self, mind, idempotency_key: str, fingerprint: str, data: dict):
-        """Store under an Idempotency-Key: the first answer is kept and replayed."""
-        ttl = settings.SYNAPSE["IDEMPOTENCY_TTL_SECONDS"]
-        cutoff = timezone.now() - timezone.timedelta(seconds=ttl)
-        for _attempt in range(2):
-            previous = IdempotentRequest.objects.filter(mind=mind, key=idempotency_key,
-                                                        created_at__gte=cutoff).first()
-            if previous is not None:
-                if previous.fingerprint != fingerprint:
-                    raise Conflict("This Idempotency-Key was used with a different request.")
-                response = Response(previous.body, status=previous.status_code)
-                response["Idempotent-Replayed"] = "true"
-                return response
-            try:
-                with transaction.atomic():
-                    IdempotentRequest.objects.filter(mind=mind, key=idempotency_key,
-                                                     created_at__lt=cutoff).delete()
-                    status_code, body = self._store(mind, data)
-                    # The unique (mind, key) index makes a concurrent retry wait here,
-                    # then fail and roll its store back; it replays our answer instead.
-                    IdempotentRequest.objects.create(mind=mind, key=idempotency_key,
-                                                     fingerprint=fingerprint,
-                                                     status_code=status_code, body=body)
-                return Response(body, status=status_code)
-            except IntegrityError:
-                continue
-        raise Conflict("A request with this Idempotency-Key is in progress; retry.")
-
-
-class MemoryDetailView(MemoryScopedView):
     @extend_schema(operation_id="memory_get", parameters=[MIND_PARAMETER],
                    responses={200: MemorySerializer, **ERRORS}, tags=["memory"])
-    def get(self, request, memory_id: str):
+    def retrieve(self, request, memory_id: str):
         """One memory; the owning mind reads credentials content in plaintext here."""
-        memory = self.get_memory(memory_id)
+        memory = self.get_object()
         return Response(MemorySerializer(memory, context={"reveal_credentials": True}).data)
 
     @extend_schema(operation_id="memory_update", request=MemoryUpdateSerializer,
@@ -165,11 +111,11 @@ class MemoryDetailView(MemoryScopedView):
                    responses={200: MemorySerializer,
                               409: OpenApiResponse(description="(category, key) taken"),
                               **ERRORS}, tags=["memory"])
-    def put(self, request, memory_id: str):
+    def update(self, request, memory_id: str):
         """Partial update: content, tags, priority, confidence, expires_at, key, category."""
         serializer = MemoryUpdateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        memory = self.get_memory(memory_id)
+        memory = self.get_object()
         try:
             memory, _changed = memory_update(memory=memory, actor=request.user,
                                              **serializer.validated_data)
@@ -179,16 +125,10 @@ class MemoryDetailView(MemoryScopedView):
 
     @extend_schema(operation_id="memory_delete", parameters=[MIND_PARAMETER],
                    responses={200: MemorySerializer, **ERRORS}, tags=["memory"])
-    def delete(self, request, memory_id: str):
+    def destroy(self, request, memory_id: str):
         """Move a memory to the trash (restorable)."""
-        memory = memory_delete(memory=self.get_memory(memory_id), actor=request.user)
+        memory = memory_delete(memory=self.get_object(), actor=request.user)
         return Response(MemorySerializer(memory).data)
-
-
-class RecallView(MemoryScopedView):
-    query_serializer = RecallQuerySerializer
-    # With ?q= it counts as "semantic"; without a budget as "recall" (synapse.throttling).
-    throttle_scope = "recall"
 
     @extend_schema(
         operation_id="memory_recall", parameters=[MIND_PARAMETER, RecallQuerySerializer],
@@ -198,16 +138,12 @@ class RecallView(MemoryScopedView):
         description="Everything an agent needs at session start, most important first. "
                     "With `budget`, the headers `X-Recall-Tokens` and `X-Recall-Omitted` "
                     "report the tokens used and the memories left out.")
-    def get(self, request):
-        mind = self.get_mind()
-        query = self.query
-        memories = self.memories().in_recall()
-        if mind.unverified_in_recall == mind.UnverifiedInRecall.HIDDEN:
-            memories = memories.filter(verified=True)
-        if query.get("category"):
-            memories = memories.filter(category=query["category"])
-        if query.get("tag"):
-            memories = memories.filter(tags__contains=[query["tag"].strip().lower()])
+    # With ?q= it counts as "semantic"; without a budget as "recall" (synapse.throttling).
+    @action(detail=False, methods=["get"], query_serializer=RecallQuerySerializer,
+            throttle_scope="recall")
+    def recall(self, request):
+        mind, query = self.mind, self.query
+        memories = self.filter_queryset(recall_memories(mind))
         budget = query.get("budget")
         as_json = query["format"] == "json"
         if query.get("q"):
@@ -215,8 +151,7 @@ class RecallView(MemoryScopedView):
 
             ordered = rank_for_recall(mind=mind, memories=memories, query=query["q"])
         elif as_json:
-            ordered = memories.recall_order().defer("search_vector", "embedding").iterator(
-                chunk_size=500)
+            ordered = memories.recall_order().without_vectors().iterator(chunk_size=500)
         else:
             ordered = recall_items(memories.recall_order())
         if budget is None:
@@ -262,13 +197,12 @@ class RecallView(MemoryScopedView):
         response["X-Recall-Count"] = str(totals.total)
         return response
 
-
-class HealthView(MemoryScopedView):
     @extend_schema(operation_id="memory_health", parameters=[MIND_PARAMETER],
                    responses={200: HealthSerializer, **ERRORS}, tags=["memory"])
-    def get(self, request):
+    @action(detail=False, methods=["get"])
+    def health(self, request):
         """Database, embedding model and backlog status, and this mind's recall policy."""
-        mind = self.get_mind()
+        mind = self.mind
         # Whether pgvector is there, never which versions run: agents learn nothing that
         # would match an exploit to the server.
         with connection.cursor() as cursor:

@@ -1,51 +1,70 @@
-"""Insight routes: likely contradictions, and compaction of near-duplicate agent memories."""
+"""Insight actions: the audit log, stats, likely contradictions, compaction and its undoing."""
 
+from django.db.models import Q
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions, serializers
+from rest_framework import exceptions
+from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from memories.api.serializers import MemorySerializer
-from memories.api.views import ERRORS, MemoryScopedView
+from memories.api.schema import ERRORS
+from memories.api.serializers.insight import (
+    AUDIT_LIST,
+    AuditQuery,
+    CompactRequestSerializer,
+    CompactResponseSerializer,
+    ContradictionListSerializer,
+    ContradictionsQuerySerializer,
+)
+from memories.api.serializers.memory import MemorySerializer
 from memories.compaction import plan_compaction
 from memories.contradictions import find_contradictions
-from memories.models import Category
+from memories.embeddings import embedding_status
+from memories.models import AuditEvent
 from memories.recall import display_content
 from memories.services import memory_compact, memory_uncompact
-from synapse.api import MIND_PARAMETER, DurationField, StrictSerializer, TimestampField
+from memories.stats import mind_stats
+from synapse.api import MIND_PARAMETER, page_of
+from synapse.timestamps import format_timestamp
 
 
-class ContradictionsQuerySerializer(serializers.Serializer):
-    within = DurationField(required=False, help_text="Only pairs with one memory updated "
-                           "within this window: seconds (604800) or 7d, 12h, 30m.")
-    limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
+class InsightActions:
+    """audit, stats, contradictions, compact, uncompact."""
 
+    @extend_schema(operation_id="memory_audit", parameters=[MIND_PARAMETER, AuditQuery],
+                   responses={200: AUDIT_LIST, **ERRORS}, tags=["insight"])
+    @action(detail=False, methods=["get"], query_serializer=AuditQuery)
+    def audit(self, request):
+        """Every state change of this mind, newest first: who, what, when, which memory."""
+        events = AuditEvent.objects.filter(mind=self.mind)
+        if self.query.get("action"):
+            events = events.filter(action=self.query["action"])
+        if self.query.get("since"):
+            events = events.filter(created_at__gte=self.query["since"])
+        if self.query.get("memory"):
+            memory_id = self.query["memory"]
+            events = events.filter(Q(memory_id=memory_id)
+                                   | Q(details__memory_ids__contains=[memory_id]))
+        page, counts = page_of(events.order_by("-created_at", "-id"), self.query)
+        return Response({**counts, "results": [{
+            "id": event.id, "action": event.action,
+            "actor": {"type": event.actor_type, "id": event.actor_id,
+                      "label": event.actor_label},
+            # The same credentials-derived writer, named as on versions.
+            "recorded_by": {"type": event.actor_type, "id": event.actor_id,
+                            "label": event.actor_label},
+            "memory_id": event.memory_id, "details": event.details,
+            "created_at": format_timestamp(event.created_at)} for event in page]})
 
-class PairMemorySerializer(serializers.Serializer):
-    id = serializers.CharField()
-    category = serializers.CharField()
-    key = serializers.CharField()
-    content = serializers.CharField()
-    updated_at = TimestampField()
-
-
-class ContradictionSerializer(serializers.Serializer):
-    memories = PairMemorySerializer(many=True)
-    kind = serializers.ChoiceField(choices=["negation", "opposite", "numbers", "dates",
-                                            "times", "versions", "value"])
-    reason = serializers.CharField()
-    score = serializers.FloatField()
-    similarity = serializers.FloatField()
-
-
-class ContradictionListSerializer(serializers.Serializer):
-    count = serializers.IntegerField()
-    results = ContradictionSerializer(many=True)
-
-
-class ContradictionsView(MemoryScopedView):
-    query_serializer = ContradictionsQuerySerializer
-    # Each call embeds up to 1,500 memories again.
-    throttle_scope = "semantic"
+    @extend_schema(operation_id="memory_stats", parameters=[MIND_PARAMETER],
+                   responses={200: OpenApiTypes.OBJECT, **ERRORS}, tags=["insight"])
+    @action(detail=False, methods=["get"])
+    def stats(self, request):
+        """Totals of current memories (not in the trash, not superseded): verified,
+        unverified, expired, by category, priority and source; plus trash, superseded,
+        purged and the embedding backlog."""
+        mind = self.mind
+        return Response({**mind_stats(mind=mind), "embeddings": embedding_status(mind=mind)})
 
     @extend_schema(operation_id="memory_contradictions",
                    parameters=[MIND_PARAMETER, ContradictionsQuerySerializer],
@@ -53,8 +72,11 @@ class ContradictionsView(MemoryScopedView):
                    description="Pairs of current memories that likely contradict each other "
                                "(same subject by embeddings, conflicting content by rules), "
                                "best first, each with a reason and a score (0–1).")
-    def get(self, request):
-        found = find_contradictions(mind=self.get_mind(), within=self.query.get("within"),
+    # Each call embeds up to 1,500 memories again.
+    @action(detail=False, methods=["get"], query_serializer=ContradictionsQuerySerializer,
+            throttle_scope="semantic")
+    def contradictions(self, request):
+        found = find_contradictions(mind=self.mind, within=self.query.get("within"),
                                     limit=self.query["limit"])
         results = [{"memories": [self._side(c.first), self._side(c.second)],
                     "kind": c.conflict.kind, "reason": c.conflict.reason, "score": c.score,
@@ -67,56 +89,6 @@ class ContradictionsView(MemoryScopedView):
         return {"id": memory.id, "category": memory.category, "key": memory.key,
                 "content": display_content(memory), "updated_at": memory.updated_at}
 
-
-class CompactRequestSerializer(StrictSerializer):
-    dry_run = serializers.BooleanField(default=False, help_text="Return the plan; change "
-                                       "nothing.")
-    older_than = DurationField(required=False, allow_null=True, default=None,
-                               help_text="Only memories not updated for this long (7d, 12h…).")
-    category = serializers.ChoiceField(choices=Category.choices, required=False,
-                                       allow_null=True, default=None,
-                                       help_text="Credentials are never compacted.")
-    max_clusters = serializers.IntegerField(min_value=1, max_value=500, default=50)
-    min_cluster_size = serializers.IntegerField(min_value=2, max_value=100, default=2)
-
-    def validate_category(self, value):
-        if value == Category.CREDENTIALS:
-            raise serializers.ValidationError("Credentials are never compacted.")
-        return value
-
-
-class ClusterMemberSerializer(serializers.Serializer):
-    id = serializers.CharField()
-    key = serializers.CharField()
-    version = serializers.IntegerField()
-
-
-class ClusterSummarySerializer(serializers.Serializer):
-    id = serializers.CharField(allow_null=True, help_text="null in a dry run")
-    category = serializers.CharField()
-    key = serializers.CharField()
-    content = serializers.CharField()
-    tags = serializers.ListField(child=serializers.CharField())
-    priority = serializers.CharField()
-
-
-class ClusterSerializer(serializers.Serializer):
-    summary = ClusterSummarySerializer()
-    members = ClusterMemberSerializer(many=True)
-    similarity = serializers.FloatField(help_text="the lowest similarity of two members")
-    applied = serializers.BooleanField(help_text="false when a member changed meanwhile "
-                                       "(skipped whole) or in a dry run")
-
-
-class CompactResponseSerializer(serializers.Serializer):
-    dry_run = serializers.BooleanField()
-    candidates = serializers.IntegerField()
-    clusters = ClusterSerializer(many=True)
-    compacted = serializers.IntegerField()
-    superseded = serializers.IntegerField()
-
-
-class CompactView(MemoryScopedView):
     @extend_schema(operation_id="memory_compact", request=CompactRequestSerializer,
                    parameters=[MIND_PARAMETER],
                    responses={200: CompactResponseSerializer, **ERRORS}, tags=["insight"],
@@ -125,11 +97,12 @@ class CompactView(MemoryScopedView):
                                "superseded: out of recall, readable by id, and back with "
                                "POST /memory/{summary_id}/uncompact. Verified memories are "
                                "never touched.")
-    def post(self, request):
+    @action(detail=False, methods=["post"])
+    def compact(self, request):
         body = CompactRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         options = body.validated_data
-        mind = self.get_mind()
+        mind = self.mind
         plan = plan_compaction(mind=mind, older_than=options["older_than"],
                                category=options["category"],
                                max_clusters=options["max_clusters"],
@@ -153,14 +126,13 @@ class CompactView(MemoryScopedView):
             "compacted": len(applied),
             "superseded": sum(len(members) for members in applied)}).data)
 
-
-class UncompactView(MemoryScopedView):
     @extend_schema(operation_id="memory_uncompact", request=None, parameters=[MIND_PARAMETER],
                    responses={200: MemorySerializer(many=True), **ERRORS}, tags=["insight"],
                    description="Undo a compaction: the originals superseded by this summary "
                                "return to recall; the summary goes to the trash.")
-    def post(self, request, memory_id: str):
-        summary = self.get_memory(memory_id)
+    @action(detail=True, methods=["post"])
+    def uncompact(self, request, memory_id: str):
+        summary = self.get_object()
         try:
             originals = memory_uncompact(summary=summary, actor=request.user)
         except ValueError as error:

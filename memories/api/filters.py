@@ -1,0 +1,36 @@
+"""The memory filters (django-filter) of list, recall, search and by-tag."""
+
+import django_filters
+
+from memories.models import Category, Memory, Priority, Source
+
+
+class MemoryFilter(django_filters.FilterSet):
+    """Applied to the action's validated query (synapse.api.QueryFilterBackend): the
+    filters it carries apply, the others are skipped."""
+
+    category = django_filters.ChoiceFilter(choices=Category.choices)
+    priority = django_filters.ChoiceFilter(choices=Priority.choices)
+    source = django_filters.ChoiceFilter(choices=Source.choices)
+    tag = django_filters.CharFilter(method="filter_tag")
+    verified = django_filters.BooleanFilter()
+    updated_since = django_filters.DateTimeFilter(field_name="updated_at", lookup_expr="gte")
+    include_expired = django_filters.BooleanFilter(method="filter_include_expired")
+    ordering = django_filters.CharFilter(method="filter_ordering")
+
+    class Meta:
+        model = Memory
+        fields = ["category", "priority", "source", "tag", "verified", "updated_since"]
+
+    def filter_tag(self, memories, name, tag):
+        return memories.tagged(tag)
+
+    def filter_include_expired(self, memories, name, include):
+        return memories if include else memories.unexpired()
+
+    def filter_ordering(self, memories, name, ordering):
+        if ordering.lstrip("-") == "priority":
+            # "priority" means most important first; "-priority" least important first.
+            field = "-priority_rank" if ordering.startswith("-") else "priority_rank"
+            return memories.order_by(field, "-updated_at", "id")
+        return memories.order_by(ordering, "id")

@@ -1,0 +1,2 @@
+"""Serializers of the memory API, one module per concern (memory, search, verification,
+lifecycle, transfer, insight), as the viewset's mixins in memories.api.views are split."""

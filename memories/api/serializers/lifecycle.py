@@ -1,0 +1,68 @@
+"""Serializers of versions and revert, the trash, expiry and bulk delete."""
+
+from drf_spectacular.utils import inline_serializer
+from rest_framework import serializers
+
+from memories.api.serializers.memory import MemorySerializer
+from synapse.api import DurationField, PageQuery, StrictSerializer
+
+BULK_DELETE_MAX = 1000
+
+
+class VersionSerializer(serializers.Serializer):
+    version = serializers.IntegerField()
+    category = serializers.CharField()
+    key = serializers.CharField()
+    content = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField())
+    priority = serializers.CharField()
+    source = serializers.CharField()
+    confidence = serializers.FloatField()
+    expires_at = serializers.DateTimeField(allow_null=True)
+    actor = serializers.CharField(help_text="recorded_by as type:label (older clients read it).")
+    recorded_by = serializers.DictField(
+        help_text="Who wrote this version here, from the request's credentials: "
+                  "{type: key|user|system|legacy, id, label}.")
+    claimed_source = serializers.CharField(
+        help_text="The source a restored backup or a sync claimed for it; blank otherwise.")
+    claimed_actor = serializers.CharField(
+        help_text="The author a restored backup claimed for it (never trusted); blank otherwise.")
+    created_at = serializers.DateTimeField()
+
+
+class VersionListSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    current_version = serializers.IntegerField()
+    count = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    versions = VersionSerializer(many=True)
+
+
+class RevertSerializer(StrictSerializer):
+    version = serializers.IntegerField(min_value=1)
+
+
+TRASH_LIST = inline_serializer("TrashList", {
+    "count": serializers.IntegerField(), "limit": serializers.IntegerField(),
+    "offset": serializers.IntegerField(), "results": MemorySerializer(many=True)})
+
+
+class ExpiringQuery(PageQuery):
+    within = DurationField(help_text="Seconds (604800) or 7d, 12h, 30m.")
+
+
+EXPIRING_LIST = inline_serializer("ExpiringList", {
+    "count": serializers.IntegerField(), "within": serializers.IntegerField(),
+    "results": MemorySerializer(many=True)})
+
+
+class BulkDeleteSerializer(StrictSerializer):
+    ids = serializers.ListField(child=serializers.CharField(max_length=64), min_length=1,
+                                max_length=BULK_DELETE_MAX)
+
+
+BULK_DELETE_RESULT = inline_serializer("BulkDeleteResult", {
+    "count": serializers.IntegerField(),
+    "deleted": serializers.ListField(child=serializers.CharField()),
+    "not_found": serializers.ListField(child=serializers.CharField())})

@@ -1,0 +1,110 @@
+"""Serializers of search, by tag, related memories and embeddings (parameters and answers)."""
+
+from rest_framework import serializers
+
+from memories.api.serializers.memory import MAX_TAG_LENGTH, MemorySerializer
+from memories.models import Category
+from synapse.api import PageQuery, StrictSerializer
+
+MAX_QUERY_LENGTH = 1000
+MAX_LIMIT = 100
+
+
+class SearchFiltersSerializer(serializers.Serializer):
+    tag = serializers.CharField(max_length=MAX_TAG_LENGTH, required=False)
+    category = serializers.ChoiceField(choices=Category.choices, required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=20)
+    include_expired = serializers.BooleanField(required=False, default=False)
+
+
+class SearchQuerySerializer(SearchFiltersSerializer):
+    q = serializers.CharField(max_length=MAX_QUERY_LENGTH,
+                              help_text="Words are ANDed; \"exact phrase\", prefix*, a OR b, "
+                                        "-excluded. See docs/search.md.")
+    mode = serializers.ChoiceField(choices=["keyword", "semantic", "hybrid"], default="keyword")
+
+
+class SemanticSearchQuerySerializer(SearchFiltersSerializer):
+    q = serializers.CharField(max_length=MAX_QUERY_LENGTH)
+    threshold = serializers.FloatField(min_value=-1.0, max_value=1.0, required=False,
+                                       help_text="Minimum cosine similarity (-1 … 1).")
+
+
+class ByTagQuerySerializer(PageQuery):
+    tag = serializers.CharField(max_length=MAX_TAG_LENGTH)
+    category = serializers.ChoiceField(choices=Category.choices, required=False)
+
+
+class RelatedQuerySerializer(serializers.Serializer):
+    limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=10)
+
+
+class SearchHitSerializer(MemorySerializer):
+    score = serializers.FloatField()
+    snippet = serializers.CharField(allow_null=True,
+                                    help_text="HTML-safe; matched words in <mark>.")
+
+    class Meta(MemorySerializer.Meta):
+        fields = [*MemorySerializer.Meta.fields, "score", "snippet"]
+
+
+class SearchResponseSerializer(serializers.Serializer):
+    query = serializers.CharField()
+    mode = serializers.CharField()
+    matched = serializers.ChoiceField(
+        choices=["all", "some", "none"],
+        help_text="all: every word matched; some: no memory held every word, so memories "
+                  "with some of them are ranked (natural-language fallback).")
+    ignored_terms = serializers.ListField(child=serializers.CharField())
+    count = serializers.IntegerField()
+    results = SearchHitSerializer(many=True)
+
+
+class ByTagResponseSerializer(serializers.Serializer):
+    tag = serializers.CharField()
+    count = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+    results = MemorySerializer(many=True)
+
+
+class RelatedHitSerializer(MemorySerializer):
+    score = serializers.FloatField()
+    shared_tags = serializers.ListField(child=serializers.CharField())
+    similarity = serializers.FloatField(allow_null=True)
+
+    class Meta(MemorySerializer.Meta):
+        fields = [*MemorySerializer.Meta.fields, "score", "shared_tags", "similarity"]
+
+
+class RelatedResponseSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    count = serializers.IntegerField()
+    results = RelatedHitSerializer(many=True)
+
+
+class EmbedBatchSerializer(StrictSerializer):
+    limit = serializers.IntegerField(min_value=1, max_value=1000, default=100)
+
+
+class EmbeddingStatusSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    dimensions = serializers.IntegerField()
+    total = serializers.IntegerField()
+    done = serializers.IntegerField()
+    pending = serializers.IntegerField()
+    running = serializers.BooleanField()
+    loaded_in_this_process = serializers.BooleanField()
+
+
+class EmbedBatchResponseSerializer(EmbeddingStatusSerializer):
+    embedded = serializers.IntegerField()
+
+
+def search_hits(loaded) -> list[dict]:
+    """``(memory, score, snippet)`` triples (memories.search.load_hits) as the answer lists them."""
+    rows = []
+    for memory, score, snippet in loaded:
+        memory.score, memory.snippet = round(score, 6), snippet
+        rows.append(memory)
+    return SearchHitSerializer(rows, many=True).data

@@ -1,0 +1,52 @@
+"""The memory API: one MemoryViewSet, composed of one mixin of actions per concern.
+
+- ``core``: list, store (create), get (retrieve), update, delete (destroy), recall, health
+- ``search``: search, semantic-search, by-tag, related, embed-batch, embed-batch-status
+- ``verification``: unverified, verify, unverify, bulk-verify
+- ``lifecycle``: versions, revert, trash, restore, expiring, bulk-delete
+- ``transfer``: diff, sync, mind-export, mind-import
+- ``insight``: audit, stats, contradictions, compact, uncompact
+
+Routes are in memories.api.urls; serializers in memories.api.serializers (same split).
+"""
+
+from rest_framework import exceptions
+
+from memories.api.filters import MemoryFilter
+from memories.api.views.core import CoreActions
+from memories.api.views.insight import InsightActions
+from memories.api.views.lifecycle import LifecycleActions
+from memories.api.views.search import SearchActions
+from memories.api.views.transfer import TransferActions
+from memories.api.views.verification import VerificationActions
+from memories.models import Memory
+from synapse.api import MindScopedViewSet
+
+MEMORY_ID_PATTERN = r"mem_[A-Za-z0-9]{1,36}"
+
+
+class MemoryViewSet(CoreActions, SearchActions, VerificationActions, LifecycleActions,
+                    TransferActions, InsightActions, MindScopedViewSet):
+    """The memories of the request's mind (``/memory…``)."""
+
+    # The model, for the schema; rows only ever come from get_queryset().
+    queryset = Memory.objects.none()
+    filterset_class = MemoryFilter
+    lookup_url_kwarg = "memory_id"
+    lookup_value_regex = MEMORY_ID_PATTERN
+    lookup_value_converter = "memory_id"  # registered with this pattern in memories.api.urls
+
+    def get_queryset(self):
+        """Every memory of this mind (in the trash too); each action narrows it."""
+        return Memory.objects.for_mind(self.mind)
+
+    def get_object(self, *, in_trash_too: bool = False) -> Memory:
+        """The memory named in the path, of this mind and (unless ``in_trash_too``) not in
+        the trash; anything else is a 404."""
+        memories = self.get_queryset().select_related("mind")
+        if not in_trash_too:
+            memories = memories.alive()
+        memory = memories.filter(pk=self.kwargs[self.lookup_url_kwarg]).first()
+        if memory is None:
+            raise exceptions.NotFound("No such memory.")
+        return memory

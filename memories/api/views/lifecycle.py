@@ -1,0 +1,113 @@
+"""Lifecycle actions: versions and revert, the trash and restore, expiry, bulk delete."""
+
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema
+from rest_framework import exceptions
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from memories.api.schema import ERRORS
+from memories.api.serializers.lifecycle import (
+    BULK_DELETE_RESULT,
+    EXPIRING_LIST,
+    TRASH_LIST,
+    BulkDeleteSerializer,
+    ExpiringQuery,
+    RevertSerializer,
+    VersionListSerializer,
+)
+from memories.api.serializers.memory import MemorySerializer
+from memories.export import version_payload
+from memories.models import MemoryVersion
+from memories.services import MemoryConflict, memory_bulk_delete, memory_restore, memory_revert
+from synapse.api import CONFLICT, MIND_PARAMETER, Conflict, PageQuery, page_of
+
+
+class LifecycleActions:
+    """versions, revert, trash, restore, expiring, bulk-delete."""
+
+    @extend_schema(operation_id="memory_versions", parameters=[MIND_PARAMETER, PageQuery],
+                   responses={200: VersionListSerializer, **ERRORS}, tags=["lifecycle"])
+    @action(detail=True, methods=["get"], query_serializer=PageQuery)
+    def versions(self, request, memory_id: str):
+        """The versions of a memory (in the trash too), oldest first, a page at a time
+        (``limit``, ``offset``; ``count`` is how many there are), with content, fields,
+        who recorded each (and what a backup claimed) and time. The owning mind reads
+        credentials here as with GET."""
+        memory = self.get_object(in_trash_too=True)
+        versions, page = page_of(
+            MemoryVersion.objects.filter(memory=memory).order_by("version"), self.query)
+        return Response({"id": memory.id, "current_version": memory.version, **page,
+                         "versions": [version_payload(snapshot, reveal=True)
+                                      for snapshot in versions]})
+
+    @extend_schema(operation_id="memory_revert", request=RevertSerializer,
+                   parameters=[MIND_PARAMETER],
+                   responses={200: MemorySerializer, **CONFLICT, **ERRORS}, tags=["lifecycle"])
+    @action(detail=True, methods=["post"])
+    def revert(self, request, memory_id: str):
+        """Make a new version equal to version ``n``; the history is kept."""
+        serializer = RevertSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        memory = self.get_object(in_trash_too=True)
+        if memory.deleted_at is not None:
+            raise Conflict("This memory is in the trash; restore it before reverting.")
+        number = serializer.validated_data["version"]
+        try:
+            memory = memory_revert(memory=memory, actor=request.user, version=number)
+        except MemoryVersion.DoesNotExist:
+            raise exceptions.ValidationError(
+                {"version": [f"This memory has no version {number} (it is at version "
+                             f"{memory.version})."]}) from None
+        except MemoryConflict as error:
+            raise Conflict(str(error)) from error
+        return Response(MemorySerializer(memory).data)
+
+    @extend_schema(operation_id="memory_trash", parameters=[MIND_PARAMETER, PageQuery],
+                   responses={200: TRASH_LIST, **ERRORS}, tags=["lifecycle"])
+    @action(detail=False, methods=["get"], query_serializer=PageQuery)
+    def trash(self, request):
+        """Memories in the trash, most recently deleted first (restorable until purged)."""
+        trash = self.get_queryset().in_trash().without_vectors().order_by("-deleted_at", "id")
+        page, counts = page_of(trash, self.query)
+        return Response({**counts, "results": MemorySerializer(page, many=True).data})
+
+    @extend_schema(operation_id="memory_restore", request=None, parameters=[MIND_PARAMETER],
+                   responses={200: MemorySerializer, **CONFLICT, **ERRORS}, tags=["lifecycle"])
+    @action(detail=True, methods=["post"])
+    def restore(self, request, memory_id: str):
+        """Take a memory out of the trash. 409 when its key was reused meanwhile."""
+        try:
+            memory = memory_restore(memory=self.get_object(in_trash_too=True),
+                                    actor=request.user)
+        except MemoryConflict as error:
+            raise Conflict(str(error)) from error
+        return Response(MemorySerializer(memory).data)
+
+    @extend_schema(operation_id="memory_expiring", parameters=[MIND_PARAMETER, ExpiringQuery],
+                   responses={200: EXPIRING_LIST, **ERRORS}, tags=["lifecycle"])
+    @action(detail=False, methods=["get"], query_serializer=ExpiringQuery)
+    def expiring(self, request):
+        """Current memories that expire within the window, soonest first (already expired
+        ones are listed by GET /memory)."""
+        now = timezone.now()
+        within = self.query["within"]
+        expiring = (self.get_queryset().current().without_vectors()
+                    .filter(expires_at__gt=now, expires_at__lte=now + within)
+                    .order_by("expires_at", "id"))
+        page, counts = page_of(expiring, self.query)
+        return Response({"count": counts["count"], "within": int(within.total_seconds()),
+                         "results": MemorySerializer(page, many=True).data})
+
+    @extend_schema(operation_id="memory_bulk_delete", request=BulkDeleteSerializer,
+                   parameters=[MIND_PARAMETER],
+                   responses={200: BULK_DELETE_RESULT, **ERRORS}, tags=["lifecycle"])
+    @action(detail=False, methods=["post"], url_path="bulk-delete")
+    def bulk_delete(self, request):
+        """Move up to 1000 memories to the trash; ids that are not this mind's (or already
+        in the trash) come back as not found, untouched."""
+        serializer = BulkDeleteSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        deleted, not_found = memory_bulk_delete(mind=self.mind, actor=request.user,
+                                                ids=serializer.validated_data["ids"])
+        return Response({"count": len(deleted), "deleted": deleted, "not_found": not_found})

@@ -1,0 +1,39 @@
+"""Who may call what: any principal (read-only keys read only), humans only, plaintext."""
+
+from rest_framework.permissions import BasePermission
+
+from minds.authentication import is_agent
+
+
+class MindAccess(BasePermission):
+    """Any authenticated principal; a read-only Mind Key may only read."""
+
+    message = "This Mind Key is read-only."
+
+    def has_permission(self, request, view):
+        if not (request.user and request.user.is_authenticated):
+            return False
+        if request.method in ("GET", "HEAD", "OPTIONS") or not is_agent(request.user):
+            return True
+        return request.user.can_write
+
+
+class HumanOnly(BasePermission):
+    """A human (JWT or session); Mind Keys are refused with 403."""
+
+    message = "Only a human may do this; Mind Keys cannot."
+
+    def has_permission(self, request, view):
+        return bool(request.user and request.user.is_authenticated and not is_agent(request.user))
+
+
+class PlaintextForHumans(BasePermission):
+    """Credentials plaintext leaves in a diff or an export (``include_credentials``) only
+    when a human asks for it; Mind Keys get them redacted and are refused the plaintext."""
+
+    message = ("Only a human may export credentials in plaintext; Mind Keys get them "
+               "redacted.")
+
+    def has_permission(self, request, view):
+        # view.query validates the parameters first: a malformed one is a 400 as before.
+        return not (view.query.get("include_credentials") and is_agent(request.user))

@@ -1,0 +1,160 @@
+"""Base views: strict query parameters and the request's mind, for APIViews and viewsets."""
+
+from django.conf import settings
+from django.utils.functional import cached_property
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.extensions import OpenApiFilterExtension
+from rest_framework import exceptions, serializers
+from rest_framework.metadata import SimpleMetadata
+from rest_framework.views import APIView
+from rest_framework.viewsets import GenericViewSet
+
+from minds.authentication import is_agent
+from minds.models import Mind
+from synapse.api.permissions import MindAccess
+
+# Accepted on every route: how the caller authenticates or picks a mind.
+AUTH_PARAMS = frozenset({"key", "mind"})
+
+
+def validated_query(request, serializer_class: type[serializers.Serializer] | None) -> dict:
+    """The query parameters of ``request`` as ``serializer_class`` validates them; a
+    parameter it does not declare (besides AUTH_PARAMS) is a 400 naming it."""
+    known = set(AUTH_PARAMS)
+    if serializer_class is not None:
+        known |= set(serializer_class().fields)
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        raise exceptions.ValidationError(
+            {name: ["Unknown query parameter."] for name in unknown})
+    if serializer_class is None:
+        return {}
+    params = {name: request.query_params.getlist(name)
+              if isinstance(serializer_class().fields[name], serializers.ListField)
+              else request.query_params.get(name)
+              for name in request.query_params if name not in AUTH_PARAMS}
+    serializer = serializer_class(data=params)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def request_mind(request) -> Mind:
+    """The mind a request acts on: a Mind Key's own (naming another is a 404), or the
+    one a human names with ``?mind=`` among the minds they own."""
+    principal = request.user
+    if is_agent(principal):
+        mind_param = request.query_params.get("mind")
+        if mind_param and mind_param != principal.mind.id:
+            raise exceptions.NotFound("No such mind.")
+        return principal.mind
+    mind_id = request.query_params.get("mind")
+    if not mind_id:
+        raise exceptions.ValidationError(
+            {"mind": ["Humans must name the mind to act on: ?mind=<mind_id>."]})
+    mind = Mind.objects.owned_by(principal).filter(pk=mind_id).first()
+    if mind is None:
+        raise exceptions.NotFound("No such mind.")
+    return mind
+
+
+class SynapseAPIView(APIView):
+    """Base view: authenticated, strict query parameters, and the mind of the request.
+
+    ``query_serializer`` (per view, or per method in ``query_serializers``) declares the
+    query parameters; anything else is a 400 naming it.
+    """
+
+    permission_classes = [MindAccess]
+    # Rate-limit scope (synapse.throttling): "search", "export", … or a dict by HTTP method;
+    # None means writes count as "write" and reads are not limited.
+    throttle_scope: str | dict[str, str] | None = None
+    query_serializer: type[serializers.Serializer] | None = None
+    query_serializers: dict[str, type[serializers.Serializer]] = {}
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        # HEAD is a GET without the body (Django answers it with the GET handler).
+        method = "GET" if request.method == "HEAD" else request.method
+        self.query = validated_query(request,
+                                     self.query_serializers.get(method, self.query_serializer))
+
+    def get_mind(self) -> Mind:
+        """The mind this request acts on: the key's, or the human's ``?mind=``."""
+        if not hasattr(self, "_mind"):
+            self._mind = request_mind(self.request)
+        return self._mind
+
+
+class QueryFilterBackend(DjangoFilterBackend):
+    """django-filter's backend fed the validated query (``view.query``) rather than the raw
+    parameters: the strict query serializer stays the one place that checks them (same
+    messages, unknown names refused), the view's FilterSet does the filtering."""
+
+    def get_filterset_kwargs(self, request, queryset, view):
+        return {"data": view.query, "queryset": queryset, "request": request}
+
+
+class QueryFilterBackendSchema(OpenApiFilterExtension):
+    """The parameters are documented by each action's query serializer (in its
+    ``@extend_schema``), not again from the FilterSet."""
+
+    target_class = QueryFilterBackend
+    priority = 1  # above drf-spectacular's own extension for django-filter's backend
+
+    def get_schema_operation_parameters(self, auto_schema, *args, **kwargs):
+        return []
+
+
+class ViewMetadata(SimpleMetadata):
+    """OPTIONS: name, description, media types; no form of fields (the OpenAPI schema has
+    them, and these viewsets have no default serializer to describe)."""
+
+    def determine_actions(self, request, view):
+        return {}
+
+
+class MindScopedViewSet(GenericViewSet):
+    """A viewset over the rows of the request's mind: authenticated, strict query
+    parameters, the mind resolved once from the credentials (``self.mind``).
+
+    Each ``@action`` may set, as keyword arguments: ``permission_classes``,
+    ``throttle_scope`` (synapse.throttling reads it), ``query_serializer`` (the query
+    parameters it takes), ``parser_classes`` and ``body_limit`` (the settings name of the
+    body cap a streaming parser reads). A standard action (list, create…) names its query
+    serializer in ``get_query_serializer_class``.
+    """
+
+    permission_classes = [MindAccess]
+    throttle_scope: str | None = None
+    query_serializer: type[serializers.Serializer] | None = None
+    body_limit = "MAX_BODY_BYTES"
+    filter_backends = [QueryFilterBackend]
+    metadata_class = ViewMetadata
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        self.query  # noqa: B018 - validated now at the latest, before the handler runs
+
+    @cached_property
+    def query(self) -> dict:
+        """The validated query parameters (a permission may read them before the handler)."""
+        return validated_query(self.request, self.get_query_serializer_class())
+
+    def get_query_serializer_class(self) -> type[serializers.Serializer] | None:
+        return self.query_serializer
+
+    @cached_property
+    def mind(self) -> Mind:
+        """The mind this request acts on: the key's, or the human's ``?mind=``."""
+        return request_mind(self.request)
+
+    def max_body_bytes(self) -> int:
+        """The body cap of this action (synapse.parsers.StreamingJSONParser reads it)."""
+        return getattr(settings, self.body_limit)
+
+    @classmethod
+    def route(cls, method: str, action: str, handler: str | None = None):
+        """The view of ``action`` for an extra (compatibility) path, with the action's own
+        permissions, throttle scope and query parameters; ``handler`` is a method that
+        documents the path under another operation id and answers as ``action`` does."""
+        return cls.as_view({method: handler or action}, **getattr(cls, action).kwargs)
