@@ -59,7 +59,7 @@ def open_content(category: str, stored: str) -> str:
       (redacted);
     - to reveal the plaintext (``GET /memory/{id}``, or a human explicitly asking for it):
       ``memory.plaintext_content()`` (Memory and MemoryVersion), i.e. this function;
-    - to write: pass plaintext to the services (memories/services.py), which seal it.
+    - to write: pass plaintext to the services (memories/services/), which seal it.
     """
     return decrypt(stored) if category == CREDENTIALS else stored
 

@@ -346,14 +346,15 @@ def test_sync_stops_reading_at_the_first_change_over_the_cap(agent, alice_mind, 
 
 @pytest.mark.django_db
 def test_sync_body_is_read_in_pieces_and_applied_in_batches(agent, alice_mind, monkeypatch):
-    from memories import services, staging
+    from memories import staging
+    from memories.services import transfer
     from synapse import parsers
 
     monkeypatch.setattr(staging, "BATCH_SIZE", 2)
     monkeypatch.setattr(parsers, "READ_SIZE", 256)
     batches, reads = [], []
-    apply_changes, read = services._apply_changes, parsers._CappedReader.read
-    monkeypatch.setattr(services, "_apply_changes", lambda **kw: (
+    apply_changes, read = transfer._apply_changes, parsers._CappedReader.read
+    monkeypatch.setattr(transfer, "_apply_changes", lambda **kw: (
         batches.append(len(kw["changes"])), apply_changes(**kw))[1])
     monkeypatch.setattr(parsers._CappedReader, "read", lambda self, size=256: (
         reads.append(size), read(self, size))[1])

@@ -351,12 +351,13 @@ def test_restore_is_applied_in_batches_and_keeps_every_field(rich_mind, human, a
 
 def test_merge_is_applied_in_batches_with_the_sync_rules(rich_mind, human, bob, bob_mind,
                                                          monkeypatch):
-    from memories import services, staging
+    from memories import staging
+    from memories.services import transfer
 
     monkeypatch.setattr(staging, "BATCH_SIZE", 2)
     batches = []
-    apply_changes = services._apply_changes
-    monkeypatch.setattr(services, "_apply_changes", lambda **kw: (
+    apply_changes = transfer._apply_changes
+    monkeypatch.setattr(transfer, "_apply_changes", lambda **kw: (
         batches.append(len(kw["changes"])), apply_changes(**kw))[1])
     document = export_document(human, rich_mind)
     bob_human = jwt_client(bob)

@@ -1,4 +1,4 @@
-"""memories/services.py called directly: every write keeps its invariants (a version row
+"""memories/services/ called directly: every write keeps its invariants (a version row
 per version, an audit event per state change, the embedding mark, provenance from the
 writer, tombstones, quota counters), checked on the rows read back."""
 

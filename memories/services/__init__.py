@@ -1,0 +1,47 @@
+"""Every write to memories: keyword-only, one transaction each, audited (one module per concern).
+
+API views, the web UI, admin actions, sync, MCP and management commands all call these,
+so the invariants hold everywhere: a version snapshot for every version, an audit event
+for every state change, the embedding mark for every change of meaning, and provenance
+(``source``, ``verified``) that follows who wrote, never what the body claims. Callers
+import from ``memories.services``; the modules below it are how the writes are grouped.
+"""
+
+from memories.services.bulk import (
+    CredentialsNotRotated,
+    credentials_rotate,
+    memory_bulk_delete,
+    memory_purge_trash,
+)
+from memories.services.compaction import CompactedCluster, memory_compact, memory_uncompact
+from memories.services.memory import (
+    CredentialsContentRequired,
+    IdempotencyConflict,
+    IdempotentAnswer,
+    MemoryConflict,
+    StoreResult,
+    agent_source,
+    memory_delete,
+    memory_restore,
+    memory_revert,
+    memory_store,
+    memory_store_once,
+    memory_update,
+    recorded_by,
+)
+from memories.services.transfer import ImportRejected, SyncResult, memory_sync, mind_import
+from memories.services.verification import (
+    VersionConflict,
+    memory_set_verified,
+    memory_verify_many,
+)
+
+__all__ = [
+    "CompactedCluster", "CredentialsContentRequired", "CredentialsNotRotated",
+    "IdempotencyConflict", "IdempotentAnswer", "ImportRejected", "MemoryConflict",
+    "StoreResult", "SyncResult", "VersionConflict", "agent_source", "credentials_rotate",
+    "memory_bulk_delete", "memory_compact", "memory_delete", "memory_purge_trash",
+    "memory_restore", "memory_revert", "memory_set_verified", "memory_store",
+    "memory_store_once", "memory_sync", "memory_uncompact", "memory_update",
+    "memory_verify_many", "mind_import", "recorded_by",
+]

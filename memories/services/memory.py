@@ -1,0 +1,332 @@
+"""Writes to one memory: store (once, under an Idempotency-Key), update, delete, restore, revert."""
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.crypto import salted_hmac
+
+from memories.audit import describe_actor, record_event
+from memories.crypto import CredentialsUnreadable, seal_content
+from memories.models import (
+    VERSIONED_FIELDS,
+    Category,
+    IdempotentRequest,
+    Memory,
+    MemoryVersion,
+    Source,
+)
+from memories.naming import derive_key, normalize_tags
+from memories.quotas import charging, content_bytes, ledger_for
+from minds.authentication import is_agent
+from minds.models import Mind
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+AGENT_DEFAULT_CONFIDENCE = 0.7
+USER_DEFAULT_CONFIDENCE = 1.0
+# Fields whose change alters what a memory means, and so its embedding.
+EMBEDDED_FIELDS = ("category", "key", "content", "tags")
+
+
+class MemoryConflict(Exception):
+    """A write would give two memories outside the trash the same (category, key)."""
+
+
+class CredentialsContentRequired(ValidationError):
+    """A credentials memory moved to another category without its content re-sent: that
+    would silently decrypt the secret into search, embeddings and recall."""
+
+    def __init__(self):
+        super().__init__({"content": [
+            "Moving a credentials memory to another category puts its content in plain "
+            "text into search, embeddings and recall: send the content again with the new "
+            "category to confirm."]}, code="credentials_content_required")
+
+
+@dataclass(frozen=True)
+class StoreResult:
+    memory: Memory
+    status: str  # "stored", "updated" or "unchanged"
+
+
+# What an agent may say a memory came from; never ``user``.
+AGENT_WRITABLE_SOURCES = (Source.AGENT, Source.TOOL, Source.SYSTEM)
+
+
+def agent_source(source: str | None) -> str:
+    """The source an agent may give a memory: never ``user``, whatever it sends or copies."""
+    return source if source in AGENT_WRITABLE_SOURCES else Source.AGENT
+
+
+def _provenance(actor, source: str | None) -> dict:
+    """``source``/``verified`` from who writes: humans write verified user memories."""
+    if is_agent(actor):
+        return {"source": agent_source(source), "verified": False}
+    return {"source": Source.USER, "verified": True}
+
+
+def recorded_by(actor) -> dict:
+    """The trusted writer of a version, from the credentials (never from a body)."""
+    actor_type, actor_id, label = describe_actor(actor)
+    return {"recorded_by_type": actor_type, "recorded_by_id": actor_id, "recorded_by": label}
+
+
+def snapshot_version(memory: Memory, actor, claimed_source: str = "") -> None:
+    ledger_for(memory.mind_id).charge(versions=1, content_bytes=content_bytes(memory.content))
+    MemoryVersion.objects.create(
+        memory=memory, version=memory.version, created_at=memory.updated_at,
+        claimed_source=claimed_source, **recorded_by(actor),
+        **{name: getattr(memory, name) for name in VERSIONED_FIELDS})
+
+
+def mark_for_embedding(memory: Memory) -> None:
+    # Credentials never reach the model; everything else waits for the worker.
+    memory.embedding = None
+    memory.embedding_model = ""
+    memory.embedding_pending = not memory.is_credentials
+
+
+def locked_current(mind: Mind, category: str, key: str) -> Memory | None:
+    return (Memory.objects.select_for_update().for_mind(mind).alive()
+            .filter(category=category, key=key).first())
+
+
+def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | None = None,
+                 tags: list[str] | None = None, priority: str | None = None,
+                 confidence: float | None = None, expires_at: datetime | None = None,
+                 expires_given: bool = False, source: str | None = None) -> StoreResult:
+    """Create a memory, or update the one with the same (category, key) in the mind.
+
+    Fields left out (None) keep their stored values on update. An identical payload
+    changes nothing and answers ``unchanged``. Concurrent stores of one key serialise on
+    the row lock, or on the unique index when the row does not exist yet.
+    """
+    key = key or derive_key(content, category)
+    provenance = _provenance(actor, source)
+    changes: dict = {"content": content}
+    if tags is not None:
+        changes["tags"] = normalize_tags(tags)
+    if priority is not None:
+        changes["priority"] = priority
+    if confidence is not None:
+        changes["confidence"] = confidence
+    if expires_given:
+        changes["expires_at"] = expires_at
+
+    with transaction.atomic(), charging(mind):
+        existing = locked_current(mind, category, key)
+        if existing is None:
+            try:
+                with transaction.atomic():
+                    memory = create_memory(mind=mind, actor=actor, category=category, key=key,
+                                     changes={**changes, **provenance})
+                return StoreResult(memory, "stored")
+            except IntegrityError:
+                # Another writer created this key between our lookup and insert.
+                existing = locked_current(mind, category, key)
+                if existing is None:
+                    raise
+        memory, changed = _apply(memory=existing, actor=actor, changes=changes,
+                                 provenance=provenance, action="update")
+        return StoreResult(memory, "updated" if changed else "unchanged")
+
+
+class IdempotencyConflict(Exception):
+    """An Idempotency-Key reused with another request body, or still in progress."""
+
+
+@dataclass(frozen=True)
+class IdempotentAnswer:
+    status_code: int
+    body: dict
+    replayed: bool  # the first answer to this key, given again
+
+
+def memory_store_once(*, mind: Mind, actor, idempotency_key: str, request_body,
+                      answer: "Callable[[StoreResult], tuple[int, dict]]",
+                      **fields) -> IdempotentAnswer:
+    """:func:`memory_store` (``fields``) under an Idempotency-Key: the first answer
+    (``answer(result)``: status code and body) is kept IDEMPOTENCY_TTL_SECONDS and given
+    again to a retry with the same body; the same key with another body, or while the
+    first request is still running, is an IdempotencyConflict."""
+    # Keyed with SECRET_KEY: the body may hold a credential, and a bare hash of a
+    # short secret kept in the database could be reversed by guessing.
+    fingerprint = salted_hmac("synapse.idempotency", json.dumps(
+        request_body, sort_keys=True, default=str), algorithm="sha256").hexdigest()
+    ttl = settings.SYNAPSE["IDEMPOTENCY_TTL_SECONDS"]
+    cutoff = timezone.now() - timezone.timedelta(seconds=ttl)
+    for _attempt in range(2):
+        previous = IdempotentRequest.objects.filter(mind=mind, key=idempotency_key,
+                                                    created_at__gte=cutoff).first()
+        if previous is not None:
+            if previous.fingerprint != fingerprint:
+                raise IdempotencyConflict(
+                    "This Idempotency-Key was used with a different request.")
+            return IdempotentAnswer(previous.status_code, previous.body, replayed=True)
+        try:
+            with transaction.atomic():
+                IdempotentRequest.objects.filter(mind=mind, key=idempotency_key,
+                                                 created_at__lt=cutoff).delete()
+                status_code, body = answer(memory_store(mind=mind, actor=actor, **fields))
+                # The unique (mind, key) index makes a concurrent retry wait here,
+                # then fail and roll its store back; it replays our answer instead.
+                IdempotentRequest.objects.create(mind=mind, key=idempotency_key,
+                                                 fingerprint=fingerprint,
+                                                 status_code=status_code, body=body)
+            return IdempotentAnswer(status_code, body, replayed=False)
+        except IntegrityError:
+            continue
+    raise IdempotencyConflict("A request with this Idempotency-Key is in progress; retry.")
+
+
+def create_memory(*, mind: Mind, actor, category: str, key: str, changes: dict) -> Memory:
+    now = timezone.now()
+    default_confidence = (AGENT_DEFAULT_CONFIDENCE if is_agent(actor)
+                          else USER_DEFAULT_CONFIDENCE)
+    memory = Memory(mind=mind, category=category, key=key, created_at=now, updated_at=now,
+                    confidence=default_confidence, version=1)
+    for name, value in changes.items():
+        setattr(memory, name, value)
+    if memory.verified and not is_agent(actor):
+        memory.verified_by = actor
+        memory.verified_at = now
+    memory.content = seal_content(memory.category, memory.content)
+    mark_for_embedding(memory)
+    memory.save(force_insert=True)
+    ledger_for(mind.pk).charge(memories=1)
+    snapshot_version(memory, actor)
+    record_event(mind=mind, actor=actor, action="store", memory_id=memory.id,
+                 details={"category": category, "key": key, "version": 1})
+    return memory
+
+
+def _apply(*, memory: Memory, actor, changes: dict, provenance: dict,
+           action: str) -> tuple[Memory, bool]:
+    """Apply field changes to a locked row; a new version when anything changed.
+
+    Provenance (source, verified) follows the writer, but only when the write changes
+    something: an agent repeating a verified memory word for word leaves it verified.
+    """
+    # Compare plaintext: a credentials token differs on every encryption (random IV).
+    plaintext = _readable_content(memory)
+    current = {name: plaintext if name == "content" else getattr(memory, name)
+               for name in {*changes, *provenance}}
+    if not any(current[name] != value for name, value in changes.items()):
+        return memory, False
+    changes = {**changes, **provenance}
+    changed_fields = [name for name, value in changes.items() if current[name] != value]
+    versioned = [name for name in changed_fields if name in VERSIONED_FIELDS]
+    now = timezone.now()
+    for name in changed_fields:
+        setattr(memory, name, changes[name])
+    if "content" in changed_fields or "category" in changed_fields:
+        if plaintext is None and "content" not in changed_fields:
+            raise CredentialsUnreadable(f"Memory {memory.id} cannot be re-categorised: its "
+                                        "credentials key is no longer configured.")
+        memory.content = seal_content(memory.category, changes.get("content", plaintext))
+    if "verified" in changed_fields:
+        memory.verified_by = None if is_agent(actor) else actor
+        memory.verified_at = None if is_agent(actor) else now
+    if any(name in EMBEDDED_FIELDS for name in versioned):
+        mark_for_embedding(memory)
+    memory.version += 1
+    memory.updated_at = now
+    try:
+        with transaction.atomic():
+            memory.save()
+    except IntegrityError as error:
+        raise MemoryConflict(
+            f"A memory with category {memory.category!r} and key {memory.key!r} already "
+            "exists in this mind.") from error
+    snapshot_version(memory, actor)
+    record_event(mind=memory.mind, actor=actor, action=action, memory_id=memory.id,
+                 details={"version": memory.version, "fields": sorted(versioned)})
+    return memory, True
+
+
+def _readable_content(memory: Memory) -> str | None:
+    """The stored plaintext, or None when no configured key opens it (a write replaces it)."""
+    try:
+        return memory.plaintext_content()
+    except CredentialsUnreadable:
+        return None
+
+
+def memory_update(*, memory: Memory, actor, **fields) -> tuple[Memory, bool]:
+    """Partial update (content, tags, priority, confidence, expires_at, key, category).
+
+    Returns the memory and whether anything changed. Raises MemoryConflict when the new
+    (category, key) is taken, CredentialsContentRequired when a credentials memory would
+    leave its category without the content sent again.
+    """
+    with transaction.atomic(), charging(memory.mind):
+        locked = Memory.objects.select_for_update().select_related("mind").get(pk=memory.pk)
+        if (locked.is_credentials and "content" not in fields
+                and fields.get("category", Category.CREDENTIALS) != Category.CREDENTIALS):
+            raise CredentialsContentRequired()
+        changes = dict(fields)
+        if "tags" in changes:
+            changes["tags"] = normalize_tags(changes["tags"])
+        provenance = _provenance(actor, changes.pop("source", None))
+        return _apply(memory=locked, actor=actor, changes=changes, provenance=provenance,
+                      action="update")
+
+
+def memory_delete(*, memory: Memory, actor) -> Memory:
+    """Move a memory to the trash (restorable until purged)."""
+    with transaction.atomic():
+        locked = Memory.objects.select_for_update().get(pk=memory.pk)
+        if locked.deleted_at is None:
+            now = timezone.now()
+            locked.deleted_at = now
+            locked.updated_at = now
+            locked.save(update_fields=["deleted_at", "updated_at"])
+            record_event(mind=locked.mind, actor=actor, action="delete", memory_id=locked.id,
+                         details={"category": locked.category, "key": locked.key})
+        return locked
+
+
+def memory_restore(*, memory: Memory, actor) -> Memory:
+    """Take a memory out of the trash. Raises MemoryConflict when its (category, key) was
+    reused meanwhile by a memory outside the trash."""
+    with transaction.atomic():
+        locked = Memory.objects.select_for_update().select_related("mind").get(pk=memory.pk)
+        if locked.deleted_at is None:
+            return locked
+        locked.deleted_at = None
+        locked.updated_at = timezone.now()
+        try:
+            with transaction.atomic():
+                locked.save(update_fields=["deleted_at", "updated_at"])
+        except IntegrityError as error:
+            raise MemoryConflict(
+                f"The key {locked.key!r} ({locked.category}) was reused by another memory "
+                "while this one was in the trash; delete or rename that one first.") from error
+        record_event(mind=locked.mind, actor=actor, action="restore", memory_id=locked.id,
+                     details={"category": locked.category, "key": locked.key})
+        return locked
+
+
+def memory_revert(*, memory: Memory, actor, version: int) -> Memory:
+    """Make a new version equal to an earlier one (``version``); history is kept."""
+    with transaction.atomic(), charging(memory.mind):
+        locked = Memory.objects.select_for_update().select_related("mind").get(pk=memory.pk)
+        snapshot = MemoryVersion.objects.filter(memory=locked, version=version).first()
+        if snapshot is None:
+            raise MemoryVersion.DoesNotExist(f"Memory {locked.id} has no version {version}.")
+        changes = {name: getattr(snapshot, name) for name in VERSIONED_FIELDS
+                   if name != "source"}
+        changes["content"] = snapshot.plaintext_content()
+        # An agent reverting to a human's version writes it as an agent (never source=user,
+        # never verified): the version's source is copied only when an agent may claim it.
+        provenance = _provenance(actor, snapshot.source if is_agent(actor) else None)
+        reverted, _changed = _apply(memory=locked, actor=actor, changes=changes,
+                                    provenance=provenance, action="revert")
+        return reverted

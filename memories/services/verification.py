@@ -1,0 +1,88 @@
+"""Verification: a human vouches for (or withdraws from) the version of a memory they saw."""
+
+
+from django.db import transaction
+from django.utils import timezone
+
+from memories.audit import record_event
+from memories.models import (
+    Memory,
+)
+from minds.authentication import is_agent
+from minds.models import Mind
+
+
+class VersionConflict(Exception):
+    """The memory changed since the version the caller saw (``stale`` lists which)."""
+
+    def __init__(self, message: str, stale: list[dict]):
+        super().__init__(message)
+        self.stale = stale
+
+    def naming_each(self) -> str:
+        """The message, naming each memory that changed (or left) and how."""
+        details = [f"{item['id']} (you saw version {item['version']}, "
+                   + (f"it is now version {item['current_version']})"
+                      if item.get("current_version") else "it is gone)")
+                   for item in self.stale]
+        return f"{self} Changed: {', '.join(details)}."
+
+
+def memory_set_verified(*, memory: Memory, user, verified: bool,
+                        version: int | None = None) -> Memory:
+    """Verify or unverify a memory. Humans only: callers must have checked that ``user``
+    is a human (API: HumanOnly permission); agents are refused here too.
+
+    ``version`` pins what the human saw: when the memory has another version now (an
+    edit since the page loaded), VersionConflict is raised and nothing changes."""
+    if is_agent(user) or user is None:
+        raise PermissionError("Only a human may verify or unverify a memory.")
+    with transaction.atomic():
+        locked = Memory.objects.select_for_update().select_related("mind").get(pk=memory.pk)
+        if version is not None and locked.version != version:
+            raise VersionConflict(
+                f"Memory {locked.id} changed since you saw it (you saw version {version}, "
+                f"it is now version {locked.version}); read it again before verifying.",
+                stale=[_stale(locked.id, seen=version, current=locked.version)])
+        _set_verified(locked, user=user, verified=verified)
+        return locked
+
+
+def _stale(memory_id: str, *, seen: int, current: int | None) -> dict:
+    return {"id": memory_id, "version": seen, "current_version": current}
+
+
+def _set_verified(locked: Memory, *, user, verified: bool) -> None:
+    if locked.verified == verified:
+        return
+    locked.verified = verified
+    locked.verified_by = user if verified else None
+    locked.verified_at = timezone.now() if verified else None
+    locked.save(update_fields=["verified", "verified_by", "verified_at"])
+    record_event(mind=locked.mind, actor=user, action="verify" if verified else "unverify",
+                 memory_id=locked.id, details={"version": locked.version})
+
+
+def memory_verify_many(*, mind: Mind, user, seen: dict[str, int]) -> list[Memory]:
+    """Verify several memories of ``mind``, each at the version the human saw
+    (``seen``: id → version). All or nothing: when any of them is gone (deleted, of
+    another mind) or has another version now, VersionConflict lists every such one and
+    none is verified. Already verified memories at the seen version stay as they are."""
+    if is_agent(user) or user is None:
+        raise PermissionError("Only a human may verify or unverify a memory.")
+    with transaction.atomic():
+        locked = {memory.id: memory for memory in
+                  Memory.objects.select_for_update().select_related("mind").for_mind(mind)
+                  .alive().filter(pk__in=list(seen)).order_by("id")}
+        stale = [_stale(memory_id, seen=version,
+                        current=locked[memory_id].version if memory_id in locked else None)
+                 for memory_id, version in seen.items()
+                 if memory_id not in locked or locked[memory_id].version != version]
+        if stale:
+            raise VersionConflict(
+                f"{len(stale)} of the {len(seen)} selected memories changed or left since "
+                "you saw them; nothing was verified. Reload and check them again.",
+                stale=stale)
+        for memory in locked.values():
+            _set_verified(memory, user=user, verified=True)
+        return list(locked.values())
