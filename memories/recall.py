@@ -1,6 +1,6 @@
 """Recall: what an agent reads at session start — ordering, token budget, text format.
 
-Text format (SPEC §4), one block per memory, blocks separated by a blank line::
+Text format (docs/api.md#recall), one block per memory, blocks separated by a blank line::
 
     [001] identity (CRITICAL) [verified]
       user_name

@@ -1,4 +1,4 @@
-"""GET /memory/recall: the SPEC's text format, ordering, exclusions, budget, options."""
+"""GET /memory/recall: the text format (docs/api.md#recall), ordering, exclusions, budget, options."""
 
 import json
 from datetime import timedelta
@@ -15,7 +15,7 @@ from tests.conftest import key_client
 
 pytestmark = pytest.mark.django_db
 
-SPEC_EXAMPLE = """\
+DOCUMENTED_EXAMPLE = """\
 Mind: Michael's Mind
 Memories: 12 total (10 verified, 2 unverified)
 
@@ -52,7 +52,7 @@ def test_recall_of_spec_example_matches_line_for_line(michaels_mind, alice):
     assert response.status_code == 200
     assert response["Content-Type"] == "text/plain; charset=utf-8"
     text = response.content.decode()
-    assert text.startswith(SPEC_EXAMPLE + "\n[002] ")
+    assert text.startswith(DOCUMENTED_EXAMPLE + "\n[002] ")
     assert text.count("\n[0") == 12
 
 

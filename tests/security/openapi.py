@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 SCHEMA_ACCEPT = "application/vnd.oai.openapi+json"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-# SPEC §4 and §5: routes an agent (Mind Key) may never use, whatever its scope.
+# docs/api.md (Minds, Mind Keys, Auth): routes an agent (Mind Key) may never use, whatever its scope.
 HUMAN_ONLY = [re.compile(pattern) for pattern in (
     r"^/minds(/|$)", r"^/auth/(me|logout)$", r"/(verify|unverify)$", r"^/memory/bulk-verify",
 )]
