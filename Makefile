@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install system-deps run serve worker test lint fuzz bench stop clean
+.PHONY: install system-deps run serve worker test lint fuzz properties bench stop clean
 
 # torch goes first, pinned to 2.13.0 (the CPU wheel on our machines); the constraints
 # file keeps sentence-transformers from ever pulling a multi-GB CUDA build.
@@ -57,6 +57,13 @@ test: install system-deps
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --maxprocesses 4 --dist loadgroup -m "not serial"
 	$(BIN)/python -m pytest -m serial
+
+# The property tests at full size (make test runs 1,500 generated search queries and 200
+# sync runs, to keep CI short): 5,000 queries and 500 runs of 20 steps.
+properties: install
+	SYNAPSE_SEARCH_QUERIES=5000 SYNAPSE_SYNC_EXAMPLES=500 $(BIN)/python -m pytest \
+		tests/memories/test_search.py::test_thousands_of_generated_queries_never_get_a_server_error \
+		tests/memories/test_sync_properties.py -q
 
 # A longer schemathesis run than CI's (examples per operation and mode; see tests/security).
 FUZZ_EXAMPLES ?= 25

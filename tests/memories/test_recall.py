@@ -1,4 +1,5 @@
-"""GET /memory/recall: the text format (docs/api.md#recall), ordering, exclusions, budget, options."""
+"""GET /memory/recall: the text format (docs/api.md#recall), ordering, exclusions, budget,
+options."""
 
 import json
 from datetime import timedelta

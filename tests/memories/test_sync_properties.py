@@ -4,6 +4,7 @@ write of its key, and nothing deleted came back with an older copy."""
 
 import io
 import json
+import os
 
 import pytest
 from django.db import connection
@@ -29,6 +30,9 @@ KEYS = st.sampled_from(["name", "editor", "city", "plan"])
 CONTENTS = st.sampled_from(["red", "green", "blue", "ochre", "teal"])
 TAGS = st.sampled_from([[], ["a"], ["a", "b"]])
 SIDES = st.integers(min_value=0, max_value=1)
+
+# 200 runs of 20 steps in `make test`; `make properties` runs 500 (SYNAPSE_SYNC_EXAMPLES).
+EXAMPLES = int(os.environ.get("SYNAPSE_SYNC_EXAMPLES", "200"))
 
 
 def state(mind) -> dict:
@@ -121,5 +125,5 @@ def test_two_instances_syncing_both_ways_converge_without_resurrecting_deletes(a
     with connection.cursor() as cursor:
         cursor.execute("SET synchronous_commit TO off")
     run_state_machine_as_test(build_machine(alice), settings=settings(
-        max_examples=500, stateful_step_count=20, deadline=None, database=None,
+        max_examples=EXAMPLES, stateful_step_count=20, deadline=None, database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))

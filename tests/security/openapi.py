@@ -12,7 +12,8 @@ from rest_framework.test import APIClient
 
 SCHEMA_ACCEPT = "application/vnd.oai.openapi+json"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-# docs/api.md (Minds, Mind Keys, Auth): routes an agent (Mind Key) may never use, whatever its scope.
+# Routes an agent (Mind Key) may never use, whatever its scope (docs/api.md: Minds, Mind
+# Keys, Auth).
 HUMAN_ONLY = [re.compile(pattern) for pattern in (
     r"^/minds(/|$)", r"^/auth/(me|logout)$", r"/(verify|unverify)$", r"^/memory/bulk-verify",
 )]

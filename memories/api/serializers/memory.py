@@ -23,7 +23,8 @@ MAX_CONTENT = 50_000
 MAX_TAGS = 20
 MAX_TAG_LENGTH = 50
 MAX_KEY_LENGTH = 200
-# Server-set fields (docs/api.md#the-memory-object): a request that carries one is refused, row unchanged.
+# Server-set fields (docs/api.md#the-memory-object): a request that carries one is
+# refused, row unchanged.
 SERVER_FIELDS = frozenset({"verified", "mind_id", "mind", "id", "version", "created_at",
                            "updated_at", "deleted_at"})
 
