@@ -1,6 +1,7 @@
 """Every write to memories: keyword-only, one transaction each, audited (one module per concern).
 
-Callers import from here; the invariants every write keeps: docs/internals.md."""
+Callers import from here; the invariants every write keeps: docs/internals.md.
+"""
 
 from memories.services.bulk import (
     CredentialsNotRotated,
