@@ -1,12 +1,6 @@
 """The embedding model seam: loaded lazily, once per process; never at import time.
 
-Writes never wait on the model. A changed memory is marked ``embedding_pending``; the
-worker (``manage.py embed_worker``) claims marked rows in batches with
-``FOR UPDATE SKIP LOCKED``, so several workers on one database never embed the same
-memory twice, and writes the vectors back. A memory embedded by another model than the
-configured one counts as pending too, so changing the model re-embeds everything over
-time. ``credentials`` memories are never embedded.
-"""
+Writes never wait on it: docs/search.md, "The embedding queue"."""
 
 import logging
 import math
@@ -93,7 +87,12 @@ def embed_query(text: str) -> list[float]:
 
 
 def pending_memories(mind: Mind | None = None):
-    """Memories that need a (current) embedding."""
+    """Memories that need a (current) embedding.
+
+    A memory embedded by another model than the configured one counts as pending too, so
+    changing the model re-embeds everything over time. ``credentials`` memories are never
+    embedded.
+    """
     memories = Memory.objects.alive().exclude(category=Category.CREDENTIALS).filter(
         Q(embedding_pending=True) | ~Q(embedding_model=model_name()))
     return memories.filter(mind=mind) if mind is not None else memories
@@ -102,6 +101,8 @@ def pending_memories(mind: Mind | None = None):
 def embed_batch(*, limit: int, mind: Mind | None = None) -> int:
     """Claim up to ``limit`` pending memories, embed them, store the vectors; return how many.
 
+    ``manage.py embed_worker`` calls this in a loop. Claiming with ``FOR UPDATE SKIP
+    LOCKED`` means several workers on one database never embed the same memory twice.
     The rows stay locked (SKIP LOCKED for other workers) while the model runs, so a
     concurrent edit waits for this batch and then marks the row pending again.
     """

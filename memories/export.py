@@ -1,17 +1,4 @@
-"""Mind export (streamed JSON or CSV) and the reading of an export for import.
-
-The JSON export is a full backup::
-
-    {"format": "synapse.mind-export", "format_version": 1, "exported_at": "…",
-     "mind": {…}, "credentials": "included" | "redacted",
-     "memories": [{…every field…, "versions": [{…}, …]}, …],
-     "tombstones": [{"id", "category", "key", "deleted_at", "updated_at"}, …]}
-
-``memories`` holds every memory of the mind, the trash and superseded ones included,
-each with its whole version history; ``tombstones`` the memories purged from the trash.
-It is written piece by piece from a server-side cursor, so a mind of any size exports
-in constant memory. Embeddings are not exported: the worker recomputes them.
-"""
+"""Mind export (streamed JSON or CSV) and the reading of an export for import."""
 
 import csv
 import json
@@ -63,7 +50,18 @@ def _dumps(value) -> str:
 
 
 def export_json(*, mind: Mind, reveal: bool) -> Iterator[str]:
-    """The JSON export of ``mind``, in pieces of about CHUNK_SIZE memories."""
+    """The JSON export of ``mind``, in pieces of about CHUNK_SIZE memories: a full backup::
+
+        {"format": "synapse.mind-export", "format_version": 1, "exported_at": "…",
+         "mind": {…}, "credentials": "included" | "redacted",
+         "memories": [{…every field…, "versions": [{…}, …]}, …],
+         "tombstones": [{"id", "category", "key", "deleted_at", "updated_at"}, …]}
+
+    ``memories`` holds every memory of the mind, the trash and superseded ones included,
+    each with its whole version history; ``tombstones`` the memories purged from the trash.
+    It is written piece by piece from a server-side cursor, so a mind of any size exports
+    in constant memory. Embeddings are not exported: the worker recomputes them.
+    """
     head = {"format": FORMAT, "format_version": FORMAT_VERSION,
             "exported_at": format_timestamp(timezone.now()),
             "mind": {"id": mind.id, "name": mind.name,

@@ -1,19 +1,4 @@
-"""Recall: what an agent reads at session start — ordering, token budget, text format.
-
-Text format (docs/api.md#recall), one block per memory, blocks separated by a blank line::
-
-    [001] identity (CRITICAL) [verified]
-      user_name
-      Michael Schäfer
-      Tags: person, identity
-
-Every line of every stored field (key, content, tags) is indented by two spaces, whatever
-breaks it (LS, PS, NEL, \r as well as \n), and the fields of a header line show any
-control character escaped, so no stored text can start a line that looks like a block
-header or the recall header: the boundary of each memory stays unambiguous (stored text
-is data, never instructions). Writes refuse such keys and tags (synapse.text); this
-holds for rows that got in before.
-"""
+"""Recall: what an agent reads at session start — ordering, token budget, text format."""
 
 import math
 from collections.abc import Iterable, Iterator
@@ -78,6 +63,20 @@ def display_content(memory: Memory | RecallItem) -> str:
 
 
 def format_block(position: int, memory: Memory | RecallItem) -> str:
+    """One memory as recall shows it (docs/api.md#recall); blocks are separated by a blank line::
+
+        [001] identity (CRITICAL) [verified]
+          user_name
+          Michael Schäfer
+          Tags: person, identity
+
+    Every line of every stored field (key, content, tags) is indented by two spaces, whatever
+    breaks it (LS, PS, NEL, CR as well as LF), and the fields of a header line (here and in
+    :func:`format_header`) show any control character escaped, so no stored text can start a
+    line that looks like a block header or the recall header: the boundary of each memory
+    stays unambiguous (stored text is data, never instructions). Writes refuse such keys and
+    tags (synapse.text); this holds for rows that got in before.
+    """
     status = "[verified]" if memory.verified else "[unverified]"
     lines = [f"[{position:03d}] {inline(memory.category)} ({inline(memory.priority.upper())}) "
              f"{status}"]

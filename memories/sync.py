@@ -1,20 +1,6 @@
 """Diff and sync between instances: the change cursor, the wire format, the conflict rules.
 
-The cursor
-    Every write stamps the row with the id of its transaction (``change_txid``, set by a
-    trigger: migration 0003). ``diff?since=tx<C>`` returns the rows of the mind stamped
-    ``>= C`` that the diff can see, and a new cursor: the oldest transaction still running
-    when the diff began (``pg_snapshot_xmin``). Every transaction below it had finished, so
-    a write that commits later carries a stamp at or above the cursor and the next diff
-    sees it, however out of order transactions commit. The price: a change may be sent
-    twice (sync is idempotent); a change is never skipped.
-
-The conflict rules (:func:`incoming_wins`)
-    One total order over the states of a memory: the later ``updated_at`` wins; at the
-    same instant a delete beats an update, and between two updates the larger content
-    fingerprint wins. Two instances that exchange their changes end in the same state,
-    and a deleted memory never comes back through an older copy.
-"""
+The guarantees, with their tests: docs/lifecycle.md, "Diff and sync between instances"."""
 
 import hashlib
 import json
@@ -83,6 +69,12 @@ def format_cursor(txid: int, after_id: str | None = None) -> str:
 
 def snapshot_floor() -> int:
     """The oldest transaction id still running now; everything below it has finished.
+
+    This is the cursor a diff returns. Every write stamps the row with the id of its
+    transaction (``change_txid``, set by a trigger: migration 0003), so a write that
+    commits later carries a stamp at or above the floor and the next diff sees it, however
+    out of order transactions commit. The price: a change may be sent twice (sync is
+    idempotent); a change is never skipped.
 
     Taken before the rows are read: a later statement sees at least every transaction
     below it, so the floor stays safe under READ COMMITTED."""
@@ -223,7 +215,13 @@ def rank(*, updated_at: datetime, deleted: bool, fingerprint: str) -> tuple:
 
 
 def incoming_wins(change: Change, local: tuple | None) -> bool:
-    """Whether ``change`` replaces the local state ranked ``local`` (None: nothing local)."""
+    """Whether ``change`` replaces the local state ranked ``local`` (None: nothing local).
+
+    One total order over the states of a memory (:func:`rank`): the later ``updated_at``
+    wins; at the same instant a delete beats an update, and between two updates the larger
+    content fingerprint wins. Two instances that exchange their changes end in the same
+    state, and a deleted memory never comes back through an older copy.
+    """
     if local is None:
         return True
     return rank(updated_at=change.updated_at, deleted=change.deleted,

@@ -1,4 +1,6 @@
-"""Web UI for memories: browser, verification queue, memory page with diffs, trash, stats."""
+"""Web UI for memories: browser, memory page with diffs, editing, actions, trash, stats.
+
+The verification queue is memories.queue_views."""
 
 from datetime import timedelta
 
@@ -22,7 +24,6 @@ from memories.forms import (
     MemoryFilterForm,
     MemoryForm,
     RevertForm,
-    VerifySelectionForm,
     VersionForm,
 )
 from memories.models import (
@@ -30,7 +31,6 @@ from memories.models import (
     Memory,
     MemoryVersion,
     Priority,
-    Source,
 )
 from memories.query import QuerySyntaxError, parse_query, search_query
 from memories.quotas import QuotaExceeded
@@ -44,18 +44,15 @@ from memories.services import (
     memory_set_verified,
     memory_store,
     memory_update,
-    memory_verify_many,
 )
 from memories.stats import mind_stats
 from minds.views import MindView
 
 PAGE_SIZE = 25
 VERSIONS_PAGE_SIZE = 25
-QUEUE_PAGE_SIZE = 50
 # A card shows this much of a memory (400 characters, 4 lines); longer ones unfold.
 SHOWN_CHARACTERS = 400
 SHOWN_LINES = 4
-RECENTLY_VERIFIED = timedelta(hours=24)
 
 
 REDACTED_IN_UI = "Credentials are hidden in lists — open the memory to reveal them."
@@ -169,42 +166,6 @@ class MemoryCreateView(MemoryPageView):
                 "unchanged": "Nothing new in"}[result.status]
         messages.success(request, f"{verb} memory {result.memory.category}/{result.memory.key}.")
         return redirect("ui:memory", mind_id=self.mind.id, memory_id=result.memory.id)
-
-
-class QueueView(MemoryPageView):
-    """The verification queue: unverified memories in recall, oldest first."""
-
-    tab = "queue"
-
-    def get(self, request, mind_id, form=None, status: int = 400):
-        pending = self.memories().awaiting_verification().order_by("created_at", "id")
-        page = Paginator(pending, QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
-        page.object_list = listed(page.object_list)
-        # Just verified agent memories stay in reach, so a hasty verify can be undone here.
-        recent = (self.memories().current().filter(
-            verified=True, verified_at__gte=timezone.now() - RECENTLY_VERIFIED)
-            .exclude(source=Source.USER).order_by("-verified_at")[:5])
-        return self.render("memories/queue.html", {
-            "page": page, "form": form, "recently_verified": listed(recent),
-        }, status=status if form is not None else 200)
-
-
-class BulkVerifyView(QueueView):
-    """Verify a selection, each memory at the version the page showed; all or nothing."""
-
-    def post(self, request, mind_id):
-        form = VerifySelectionForm(request.POST)
-        if not form.is_valid():
-            return self.get(request, mind_id, form=form)
-        seen = form.cleaned_data["ids"]
-        try:
-            memory_verify_many(mind=self.mind, user=request.user, seen=seen)
-        except VersionConflict as conflict:
-            form.add_error("ids", conflict.naming_each())
-            return self.get(request, mind_id, form=form, status=409)
-        verified = len(seen)
-        messages.success(request, f"Verified {verified} memor{'y' if verified == 1 else 'ies'}.")
-        return self.back(reverse("ui:queue", kwargs={"mind_id": self.mind.id}))
 
 
 ACTIVITY_LIMIT = 20

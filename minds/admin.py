@@ -1,6 +1,4 @@
-"""Django admin for staff: users, minds and Mind Keys, every change through minds.services.
-
-Staff who are not superusers reach only the minds they own (``OwnMindsOnly``)."""
+"""Django admin for staff: users, minds and Mind Keys, every change through minds.services."""
 
 from django import forms
 from django.contrib import admin, messages

@@ -1,29 +1,6 @@
-"""Rate limits by scope (write, search, semantic, recall, export, sync, import, login), per
-Mind Key or per user; and per username on the password routes (``login_username``).
+"""Rate limits by scope, per Mind Key or per user, shared by every process through PostgreSQL.
 
-Each budget is one row of the UNLOGGED table ``synapse_ratelimit`` (synapse.models), so
-every gunicorn worker and every host behind one PostgreSQL sees the same count; a
-process-local counter would multiply each limit by the number of processes. The rule is
-GCRA (the generic cell rate algorithm): a rate of N per period lets N requests through
-at once, then one every period/N. Spending one request is a single atomic statement
-(INSERT … ON CONFLICT DO UPDATE … WHERE): concurrent requests of one key queue on its
-row, so a burst can never slip past the limit, and no WAL is flushed for it. A refused
-request spends nothing and is a 429 in the one error shape with ``Retry-After`` (DRF's
-handler sets it from :meth:`wait`).
-
-Which scope a request falls in:
-
-- the view's ``throttle_scope`` attribute (a scope name, or a dict by HTTP method);
-- otherwise the login views (simplejwt's token views) are ``login``;
-- otherwise any write method (POST, PUT, PATCH, DELETE) is ``write``;
-- everything else (reads: recall, list, get) is not rate limited.
-
-A ``search`` request asking for ``mode=semantic`` or ``mode=hybrid`` counts as
-``semantic``: it runs the embedding model, which costs far more than a keyword query.
-So does a ``recall`` with ``q=`` (hybrid search) and ``/memory/contradictions`` (which
-embeds up to 1,500 memories again). A ``recall`` without a budget (every memory of the
-mind) counts as ``recall``; a budgeted one is not limited.
-"""
+The scopes and their defaults: docs/api.md, "Rate limits"; the design: docs/security.md."""
 
 import hashlib
 import math
@@ -40,7 +17,19 @@ SCOPES = ("write", "search", "semantic", "recall", "export", "sync", "import", "
 
 
 def request_scope(request, view) -> str | None:
-    """The rate-limit scope of this request on this view, or None (not limited)."""
+    """The rate-limit scope of this request on this view, or None (not limited).
+
+    - the view's ``throttle_scope`` attribute (a scope name, or a dict by HTTP method);
+    - otherwise the login views (simplejwt's token views) are ``login``;
+    - otherwise any write method (POST, PUT, PATCH, DELETE) is ``write``;
+    - everything else (reads: recall, list, get) is not rate limited.
+
+    A ``search`` request asking for ``mode=semantic`` or ``mode=hybrid`` counts as
+    ``semantic``: it runs the embedding model, which costs far more than a keyword query.
+    So does a ``recall`` with ``q=`` (hybrid search) and ``/memory/contradictions`` (which
+    embeds up to 1,500 memories again; its view names the scope). A ``recall`` without a
+    budget (every memory of the mind) counts as ``recall``; a budgeted one is not limited.
+    """
     scope = getattr(view, "throttle_scope", None)
     if isinstance(scope, dict):
         scope = scope.get(request.method)
@@ -98,7 +87,16 @@ def parse_rate(rate: str) -> tuple[int, int]:
 
 def spend(key: str, rate: str) -> float | None:
     """Spend one request of budget ``key`` at ``rate``: None when allowed, otherwise the
-    seconds until it would be."""
+    seconds until it would be.
+
+    Each budget is one row of the UNLOGGED table ``synapse_ratelimit`` (synapse.models), so
+    every gunicorn worker and every host behind one PostgreSQL sees the same count; a
+    process-local counter would multiply each limit by the number of processes. The rule is
+    GCRA (the generic cell rate algorithm): a rate of N per period lets N requests through
+    at once, then one every period/N. Spending is a single atomic statement (``_SPEND``):
+    concurrent requests of one key queue on its row, so a burst can never slip past the
+    limit, and no WAL is flushed for it. A refused request spends nothing.
+    """
     count, period = parse_rate(rate)
     if count <= 0:  # "0/min": the scope is closed
         return float(period)
@@ -134,6 +132,7 @@ class RateThrottle(BaseThrottle):
         return self.seconds is None
 
     def wait(self) -> int:
+        # DRF's handler sets Retry-After from this; the 429 is in the one error shape.
         # Never "retry in 0 seconds": a client that obeys it would be refused again.
         return max(1, math.ceil(self.seconds))
 

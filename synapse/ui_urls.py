@@ -3,6 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from memories import queue_views
 from memories import views as memory_views
 from minds import views as mind_views
 
@@ -17,8 +18,8 @@ urlpatterns = [
     path("", mind_views.MindListView.as_view(), name="minds"),
     path(f"{mind}/", memory_views.MemoryBrowserView.as_view(), name="browser"),
     path(f"{mind}/memories/new", memory_views.MemoryCreateView.as_view(), name="memory-new"),
-    path(f"{mind}/queue", memory_views.QueueView.as_view(), name="queue"),
-    path(f"{mind}/queue/verify", memory_views.BulkVerifyView.as_view(), name="bulk-verify"),
+    path(f"{mind}/queue", queue_views.QueueView.as_view(), name="queue"),
+    path(f"{mind}/queue/verify", queue_views.BulkVerifyView.as_view(), name="bulk-verify"),
     path(f"{mind}/trash", memory_views.TrashView.as_view(), name="trash"),
     path(f"{mind}/stats", memory_views.StatsView.as_view(), name="stats"),
     path(f"{mind}/keys", mind_views.KeysView.as_view(), name="keys"),

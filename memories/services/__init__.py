@@ -1,10 +1,6 @@
 """Every write to memories: keyword-only, one transaction each, audited (one module per concern).
 
-API views, the web UI, admin actions, sync, MCP and management commands all call these,
-so the invariants hold everywhere: a version snapshot for every version, an audit event
-for every state change, the embedding mark for every change of meaning, and provenance
-(``source``, ``verified``) that follows who wrote, never what the body claims. Callers
-import from ``memories.services``; the modules below it are how the writes are grouped.
+Callers import from here; the invariants every write keeps: docs/internals.md.
 """
 
 from memories.services.bulk import (

@@ -1,9 +1,4 @@
-"""The human API: accounts and tokens, minds, and the Mind Keys of a mind (docs/api.md).
-
-Every route here is for humans: a Mind Key is refused with 403 (``HumanOnly``), the
-token routes ignore it (they take credentials from the body). A mind or key of another
-user is a 404, the same as one that does not exist.
-"""
+"""The human API: accounts and tokens, minds, and the Mind Keys of a mind (docs/api.md)."""
 
 from django.utils.functional import cached_property
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -56,6 +51,10 @@ TOKEN_ERRORS = {400: OpenApiResponse(description="Invalid input (error shape)"),
                 401: OpenApiResponse(description="Wrong credentials or invalid token"),
                 429: OpenApiResponse(description="Too many attempts; see Retry-After")}
 
+
+# Every route in this module is for humans: a Mind Key is refused with 403 (``HumanOnly``),
+# except on the token routes, which ignore it (they take credentials from the body). A mind
+# or key of another user is a 404, the same as a missing one (``HumanViewSet``).
 
 # -- Accounts -----------------------------------------------------------------------------
 # Five one-method views rather than one AuthViewSet: four of them authenticate by the body

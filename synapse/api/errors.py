@@ -1,12 +1,4 @@
-"""The one error shape of the API: exceptions, DRF's exception handler, the JSON 404/500.
-
-Error shape (every 4xx and 5xx)::
-
-    {"error": {"status": 400, "code": "invalid", "message": "…", "fields": {"tags": ["…"]}}}
-
-A refused write over a quota adds what was exceeded:
-``"quota": {"name": "versions", "limit": 10000000, "used": 10000000, "adding": 1}``.
-"""
+"""The one error shape of the API: exceptions, DRF's exception handler, the JSON 404/500."""
 
 import logging
 import sys
@@ -39,6 +31,13 @@ class ServiceUnavailable(exceptions.APIException):
 
 
 def error_body(status_code: int, code: str, message: str, fields: dict | None = None) -> dict:
+    """The body of every 4xx and 5xx (the codes: docs/api.md, "Errors")::
+
+        {"error": {"status": 400, "code": "invalid", "message": "…", "fields": {"tags": ["…"]}}}
+
+    A refused write over a quota adds what was exceeded (``Refusal.error_fields``):
+    ``"quota": {"name": "versions", "limit": 10000000, "used": 10000000, "adding": 1}``.
+    """
     error = {"status": status_code, "code": code, "message": message}
     if fields:
         error["fields"] = fields

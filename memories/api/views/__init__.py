@@ -1,14 +1,4 @@
-"""The memory API: one MemoryViewSet, composed of one mixin of actions per concern.
-
-- ``core``: list, store (create), get (retrieve), update, delete (destroy), recall, health
-- ``search``: search, semantic-search, by-tag, related, embed-batch, embed-batch-status
-- ``verification``: unverified, verify, unverify, bulk-verify
-- ``lifecycle``: versions, revert, trash, restore, expiring, bulk-delete
-- ``transfer``: diff, sync, mind-export, mind-import
-- ``insight``: audit, stats, contradictions, compact, uncompact
-
-Routes are in memories.api.urls; serializers in memories.api.serializers (same split).
-"""
+"""The memory API: one MemoryViewSet, composed of one mixin of actions per concern."""
 
 from rest_framework import exceptions
 
@@ -25,6 +15,14 @@ from synapse.api import MindScopedViewSet
 MEMORY_ID_PATTERN = r"mem_[A-Za-z0-9]{1,36}"
 
 
+# The mixins, one module each in this package (routes are in memories.api.urls, serializers
+# in memories.api.serializers, same split):
+# - ``core``: list, store (create), get (retrieve), update, delete (destroy), recall, health
+# - ``search``: search, semantic-search, by-tag, related, embed-batch, embed-batch-status
+# - ``verification``: unverified, verify, unverify, bulk-verify
+# - ``lifecycle``: versions, revert, trash, restore, expiring, bulk-delete
+# - ``transfer``: diff, sync, mind-export, mind-import
+# - ``insight``: audit, stats, contradictions, compact, uncompact
 class MemoryViewSet(CoreActions, SearchActions, VerificationActions, LifecycleActions,
                     TransferActions, InsightActions, MindScopedViewSet):
     """The memories of the request's mind (``/memory…``)."""
