@@ -20,6 +20,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from memories.charts import TIMELINE_DAYS, TIMELINE_SIZES, bar_chart, daily_totals, timeline_chart
 from memories.crypto import CredentialsUnreadable
 from memories.diff import DiffTooCostly, content_diff, field_changes
+from memories.filters import MemoryFilter
 from memories.forms import (
     MemoryFilterForm,
     MemoryForm,
@@ -104,15 +105,10 @@ class MemoryBrowserView(MemoryPageView):
         form = MemoryFilterForm(request.GET)
         form.is_valid()
         filters = form.cleaned_data  # the valid ones: a bad value drops only its own filter
-        memories = self.memories().current()
-        if filters.get("category"):
-            memories = memories.filter(category=filters["category"])
-        if filters.get("priority"):
-            memories = memories.filter(priority=filters["priority"])
-        if filters.get("tag"):
-            memories = memories.filter(tags__contains=[filters["tag"]])
-        if filters.get("verified"):
-            memories = memories.filter(verified=filters["verified"] == "yes")
+        memories = MemoryFilter(queryset=self.memories().current(), data={
+            "category": filters.get("category"), "priority": filters.get("priority"),
+            "tag": filters.get("tag"),
+            "verified": {"yes": True, "no": False}.get(filters.get("verified"))}).qs
         query, syntax_error = filters.get("q", ""), ""
         if query:
             try:

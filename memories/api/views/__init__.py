@@ -2,13 +2,13 @@
 
 from rest_framework import exceptions
 
-from memories.api.filters import MemoryFilter
 from memories.api.views.core import CoreActions
 from memories.api.views.insight import InsightActions
 from memories.api.views.lifecycle import LifecycleActions
 from memories.api.views.search import SearchActions
 from memories.api.views.transfer import TransferActions
 from memories.api.views.verification import VerificationActions
+from memories.filters import MemoryFilter
 from memories.models import Memory
 from synapse.api import MindScopedViewSet
 

@@ -1,4 +1,4 @@
-"""The memory filters (django-filter) of list, recall, search and by-tag."""
+"""The memory filters (django-filter) of the API's lists and searches and the UI's browser."""
 
 import django_filters
 
@@ -6,8 +6,9 @@ from memories.models import Category, Memory, Priority, Source
 
 
 class MemoryFilter(django_filters.FilterSet):
-    """Applied to the action's validated query (synapse.api.QueryFilterBackend): the
-    filters it carries apply, the others are skipped."""
+    """Applied to already validated values (the API action's query through
+    synapse.api.QueryFilterBackend, the browser's form): the filters given apply, the
+    others are skipped."""
 
     category = django_filters.ChoiceFilter(choices=Category.choices)
     priority = django_filters.ChoiceFilter(choices=Priority.choices)
