@@ -10,7 +10,7 @@ from synapse.api.errors import (
     json_handler500,
 )
 from synapse.api.fields import DurationField, SingleLineName, StrictSerializer, TimestampField
-from synapse.api.pagination import PageQuery, page_of
+from synapse.api.pagination import PageQuery, PageSerializer, page_of
 from synapse.api.permissions import HumanOnly, MindAccess, PlaintextForHumans
 from synapse.api.schema import (
     CONFLICT,
@@ -30,7 +30,7 @@ from synapse.api.views import (
 
 __all__ = [
     "AUTH_PARAMS", "CONFLICT", "HUMAN_AUTH", "MIND_PARAMETER", "VERSION_CONFLICT", "Conflict",
-    "DurationField", "HumanOnly", "MindAccess", "MindScopedViewSet", "PageQuery",
+    "DurationField", "HumanOnly", "MindAccess", "MindScopedViewSet", "PageQuery", "PageSerializer",
     "PlaintextForHumans", "QueryFilterBackend", "ServiceUnavailable", "SingleLineName",
     "StrictSerializer", "SynapseAPIView", "TimestampField", "error_body", "error_response",
     "error_responses", "exception_handler", "json_handler404", "json_handler500", "page_of",

@@ -10,6 +10,14 @@ class PageQuery(serializers.Serializer):
     offset = serializers.IntegerField(min_value=0, max_value=10_000_000, default=0)
 
 
+# What every page answers besides its rows (the schema; page_of gives the values). A comment,
+# not a docstring: drf-spectacular would show a docstring as each page's description.
+class PageSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+
+
 def page_of(queryset, query: dict) -> tuple[list, dict]:
     """One page of an ordered ``queryset`` and the ``count``, ``limit`` and ``offset`` that
     go with it in the response (the count is only queried when the page is full)."""

@@ -1,10 +1,15 @@
 """Serializers of the audit log, likely contradictions and compaction."""
 
-from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
 from memories.models import Category
-from synapse.api import DurationField, PageQuery, StrictSerializer, TimestampField
+from synapse.api import (
+    DurationField,
+    PageQuery,
+    PageSerializer,
+    StrictSerializer,
+    TimestampField,
+)
 
 
 class AuditQuery(PageQuery):
@@ -23,9 +28,11 @@ class AuditEventSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-AUDIT_LIST = inline_serializer("AuditList", {
-    "count": serializers.IntegerField(), "limit": serializers.IntegerField(),
-    "offset": serializers.IntegerField(), "results": AuditEventSerializer(many=True)})
+class AuditListSerializer(PageSerializer):
+    results = AuditEventSerializer(many=True)
+
+
+AUDIT_LIST = AuditListSerializer
 
 
 class ContradictionsQuerySerializer(serializers.Serializer):

@@ -4,7 +4,7 @@ from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
 from memories.api.serializers.memory import MemorySerializer
-from synapse.api import DurationField, PageQuery, StrictSerializer
+from synapse.api import DurationField, PageQuery, PageSerializer, StrictSerializer
 
 BULK_DELETE_MAX = 1000
 
@@ -30,12 +30,9 @@ class VersionSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class VersionListSerializer(serializers.Serializer):
+class VersionListSerializer(PageSerializer):
     id = serializers.CharField()
     current_version = serializers.IntegerField()
-    count = serializers.IntegerField()
-    limit = serializers.IntegerField()
-    offset = serializers.IntegerField()
     versions = VersionSerializer(many=True)
 
 
@@ -43,9 +40,11 @@ class RevertSerializer(StrictSerializer):
     version = serializers.IntegerField(min_value=1)
 
 
-TRASH_LIST = inline_serializer("TrashList", {
-    "count": serializers.IntegerField(), "limit": serializers.IntegerField(),
-    "offset": serializers.IntegerField(), "results": MemorySerializer(many=True)})
+class TrashListSerializer(PageSerializer):
+    results = MemorySerializer(many=True)
+
+
+TRASH_LIST = TrashListSerializer
 
 
 class ExpiringQuery(PageQuery):

@@ -16,7 +16,7 @@ from memories.recall import (
     format_block,
     recall_header,
 )
-from synapse.api import PageQuery, SingleLineName, StrictSerializer, TimestampField
+from synapse.api import PageQuery, PageSerializer, SingleLineName, StrictSerializer, TimestampField
 from synapse.text import validate_single_line
 
 MAX_CONTENT = 50_000
@@ -143,10 +143,7 @@ class MemoryListQuerySerializer(PageQuery):
 
 
 @extend_schema_serializer(many=False)  # the list action's answer is one object, not an array
-class MemoryListSerializer(serializers.Serializer):
-    count = serializers.IntegerField()
-    limit = serializers.IntegerField()
-    offset = serializers.IntegerField()
+class MemoryListSerializer(PageSerializer):
     results = MemorySerializer(many=True)
 
 

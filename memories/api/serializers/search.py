@@ -4,7 +4,7 @@ from rest_framework import serializers
 
 from memories.api.serializers.memory import MAX_TAG_LENGTH, MemorySerializer
 from memories.models import Category
-from synapse.api import PageQuery, StrictSerializer
+from synapse.api import PageQuery, PageSerializer, StrictSerializer
 
 MAX_QUERY_LENGTH = 1000
 MAX_LIMIT = 100
@@ -60,11 +60,8 @@ class SearchResponseSerializer(serializers.Serializer):
     results = SearchHitSerializer(many=True)
 
 
-class ByTagResponseSerializer(serializers.Serializer):
+class ByTagResponseSerializer(PageSerializer):
     tag = serializers.CharField()
-    count = serializers.IntegerField()
-    limit = serializers.IntegerField()
-    offset = serializers.IntegerField()
     results = MemorySerializer(many=True)
 
 

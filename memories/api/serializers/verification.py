@@ -4,15 +4,12 @@ from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
 from memories.api.serializers.memory import MemorySerializer
-from synapse.api import StrictSerializer
+from synapse.api import PageSerializer, StrictSerializer
 
 BULK_VERIFY_MAX = 1000
 
 
-class UnverifiedListSerializer(serializers.Serializer):
-    count = serializers.IntegerField()
-    limit = serializers.IntegerField()
-    offset = serializers.IntegerField()
+class UnverifiedListSerializer(PageSerializer):
     results = MemorySerializer(many=True)
 
 
