@@ -41,12 +41,13 @@ def memory_compact(*, mind: Mind, actor, plan: CompactionPlan) -> list[Compacted
             if len(locked) != len(planned) or any(
                     planned[member.id] != member.version for member in locked):
                 continue
-            summary = create_memory(mind=mind, actor=actor, category=cluster.category,
-                              key=_free_key(mind, cluster.category, cluster.key), changes={
-                                  "content": cluster.content, "tags": cluster.tags,
-                                  "priority": cluster.priority,
-                                  "expires_at": cluster.expires_at, "source": Source.SYSTEM,
-                                  "verified": False, "confidence": SUMMARY_CONFIDENCE})
+            summary = create_memory(
+                mind=mind, actor=actor, category=cluster.category,
+                key=_free_key(mind, cluster.category, cluster.key), changes={
+                    "content": cluster.content, "tags": cluster.tags,
+                    "priority": cluster.priority,
+                    "expires_at": cluster.expires_at, "source": Source.SYSTEM,
+                    "verified": False, "confidence": SUMMARY_CONFIDENCE})
             now = timezone.now()
             for member in locked:
                 member.superseded_at = now

@@ -126,7 +126,7 @@ def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | N
             try:
                 with transaction.atomic():
                     memory = create_memory(mind=mind, actor=actor, category=category, key=key,
-                                     changes={**changes, **provenance})
+                                           changes={**changes, **provenance})
                 return StoreResult(memory, "stored")
             except IntegrityError:
                 # Another writer created this key between our lookup and insert.

@@ -56,7 +56,7 @@ class TransferActions:
             body_limit="SYNC_MAX_BODY_BYTES", throttle_scope="sync")
     def sync(self, request):
         result = services.memory_sync(mind=self.mind, actor=request.user,
-                             changes=read_sync(request.data))
+                                      changes=read_sync(request.data))
         return Response({**result.counts(), "conflicts": result.conflicts})
 
     @extend_schema(
@@ -100,7 +100,7 @@ class TransferActions:
     def mind_import(self, request):
         try:
             counts = services.mind_import(mind=self.mind, actor=request.user,
-                                 backup=read_backup(request.data))
+                                          backup=read_backup(request.data))
         except BackupInvalid as error:
             raise exceptions.ValidationError({error.path: [error.message]}) from None
         except services.ImportRejected as error:
