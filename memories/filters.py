@@ -10,6 +10,19 @@ class MemoryFilter(django_filters.FilterSet):
     synapse.api.QueryFilterBackend, the browser's form): the filters given apply, the
     others are skipped."""
 
+    # The values were checked before (query serializer or form), so they go straight to the
+    # filters: django-filter's own pass through a Django form cost ~1 ms a request (0.4 ms
+    # without it; the chain of filter() calls alone 0.1 ms).
+    @property
+    def qs(self):
+        return self.filter_queryset(self.queryset.all())
+
+    def filter_queryset(self, queryset):
+        for name, value in self.data.items():
+            if name in self.filters and value not in (None, ""):
+                queryset = self.filters[name].filter(queryset, value)
+        return queryset
+
     category = django_filters.ChoiceFilter(choices=Category.choices)
     priority = django_filters.ChoiceFilter(choices=Priority.choices)
     source = django_filters.ChoiceFilter(choices=Source.choices)

@@ -93,6 +93,10 @@ class QueryFilterBackend(DjangoFilterBackend):
     def get_filterset_kwargs(self, request, queryset, view):
         return {"data": view.query, "queryset": queryset, "request": request}
 
+    def filter_queryset(self, request, queryset, view):
+        filterset = self.get_filterset(request, queryset, view)
+        return queryset if filterset is None else filterset.qs
+
 
 class QueryFilterBackendSchema(OpenApiFilterExtension):
     """The parameters are documented by each action's query serializer (in its

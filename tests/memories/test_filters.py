@@ -42,8 +42,3 @@ def test_ordering_by_priority_means_most_important_first(corpus):
     assert keys(MemoryFilter(data={"ordering": "-priority"}, queryset=corpus).qs)[-1] == \
         "servers"
 
-
-def test_a_value_outside_the_choices_drops_only_its_own_filter(corpus):
-    memories = MemoryFilter(data={"category": "nonsense", "priority": "critical"},
-                            queryset=corpus).qs
-    assert keys(memories) == ["servers"]
