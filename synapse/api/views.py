@@ -20,17 +20,16 @@ AUTH_PARAMS = frozenset({"key", "mind"})
 def validated_query(request, serializer_class: type[serializers.Serializer] | None) -> dict:
     """The query parameters of ``request`` as ``serializer_class`` validates them; a
     parameter it does not declare (besides AUTH_PARAMS) is a 400 naming it."""
-    known = set(AUTH_PARAMS)
-    if serializer_class is not None:
-        known |= set(serializer_class().fields)
-    unknown = sorted(set(request.query_params) - known)
+    # The fields are built once (each serializer instance deep-copies its declared fields).
+    fields = serializer_class().fields if serializer_class is not None else {}
+    unknown = sorted(set(request.query_params) - AUTH_PARAMS - set(fields))
     if unknown:
         raise exceptions.ValidationError(
             {name: ["Unknown query parameter."] for name in unknown})
     if serializer_class is None:
         return {}
     params = {name: request.query_params.getlist(name)
-              if isinstance(serializer_class().fields[name], serializers.ListField)
+              if isinstance(fields[name], serializers.ListField)
               else request.query_params.get(name)
               for name in request.query_params if name not in AUTH_PARAMS}
     serializer = serializer_class(data=params)

@@ -23,7 +23,7 @@ from memories.api.serializers.search import (
     SemanticSearchQuerySerializer,
     search_hits,
 )
-from memories.query import parse_query
+from memories.query import QuerySyntaxError, parse_query
 from synapse.api import MIND_PARAMETER, page_of
 
 RELATED_SCHEMA = {"parameters": [MIND_PARAMETER, RelatedQuerySerializer],
@@ -55,7 +55,7 @@ class SearchActions:
         else:
             try:
                 parsed = parse_query(text)
-            except search.QuerySyntaxError as error:
+            except QuerySyntaxError as error:
                 raise exceptions.ValidationError({"q": [str(error)]}) from error
             if mode == "hybrid":
                 result = search.hybrid_search(memories, text, limit=limit, parsed=parsed)
