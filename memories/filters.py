@@ -2,7 +2,7 @@
 
 import django_filters
 
-from memories.models import Category, Memory, Priority, Source
+from memories.models import Category, Memory, MemoryType, Priority, Source
 
 
 class MemoryFilter(django_filters.FilterSet):
@@ -26,6 +26,8 @@ class MemoryFilter(django_filters.FilterSet):
     category = django_filters.ChoiceFilter(choices=Category.choices)
     priority = django_filters.ChoiceFilter(choices=Priority.choices)
     source = django_filters.ChoiceFilter(choices=Source.choices)
+    memory_type = django_filters.ChoiceFilter(choices=MemoryType.choices)
+    path = django_filters.CharFilter(method="filter_path")
     tag = django_filters.CharFilter(method="filter_tag")
     verified = django_filters.BooleanFilter()
     updated_since = django_filters.DateTimeFilter(field_name="updated_at", lookup_expr="gte")
@@ -34,7 +36,11 @@ class MemoryFilter(django_filters.FilterSet):
 
     class Meta:
         model = Memory
-        fields = ["category", "priority", "source", "tag", "verified", "updated_since"]
+        fields = ["category", "memory_type", "path", "priority", "source", "tag", "verified",
+                  "updated_since"]
+
+    def filter_path(self, memories, name, path):
+        return memories.under(path)
 
     def filter_tag(self, memories, name, tag):
         return memories.tagged(tag)

@@ -10,6 +10,7 @@ from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
 from memories.crypto import FERNET_PREFIX, open_content
+from memories.paths import MAX_PATH_LENGTH, PATH_PATTERN
 from memories.query import parse_query, search_query
 from minds.models import Mind
 from synapse.ids import new_memory_id
@@ -25,6 +26,21 @@ class Category(models.TextChoices):
     CONTEXT = "context"
     NOTE = "note"
     CREDENTIALS = "credentials"
+
+
+class MemoryType(models.TextChoices):
+    """How a memory behaves, beside its category (what it is about)."""
+
+    SEMANTIC = "semantic"  # durable facts and decisions, valid across sessions
+    EPISODIC = "episodic"  # an event at a precise moment of a task or session
+    PROCEDURAL = "procedural"  # how a task is done in this project
+    WORKING = "working"  # the live state of the task in progress (expires by default)
+    IDENTITY = "identity"  # stable facts about the owner or the agent itself
+
+
+def default_memory_type(category: str) -> str:
+    """The type of a memory stored without one (and of every memory from before types)."""
+    return MemoryType.IDENTITY if category == Category.IDENTITY else MemoryType.SEMANTIC
 
 
 class Priority(models.TextChoices):
@@ -53,6 +69,14 @@ class SearchDocument(models.Func):
 
     function = "synapse_search_document"
     output_field = SearchVectorField()
+
+
+class WriteOrder(models.Func):
+    """The next number of the sequence that orders memories as they are written here: the
+    timeline's tie-break between episodes that share a moment."""
+
+    template = "nextval('memory_write_seq')"
+    output_field = models.BigIntegerField()
 
 
 class MemoryQuerySet(models.QuerySet):
@@ -88,6 +112,21 @@ class MemoryQuerySet(models.QuerySet):
     def tagged(self, tag: str) -> "MemoryQuerySet":
         """Carrying ``tag`` (compared as stored: trimmed, lowercase)."""
         return self.filter(tags__contains=[tag.strip().lower()])
+
+    def under(self, path: str) -> "MemoryQuerySet":
+        """At ``path`` (in normal form, memories.paths) or anywhere below it; the root
+        (``""``) is everything. Both conditions use the prefix index memory_mind_path."""
+        if not path:
+            return self
+        return self.filter(Q(path=path) | Q(path__startswith=f"{path}/"))
+
+    def episodes(self) -> "MemoryQuerySet":
+        """Episodic memories (those on a timeline)."""
+        return self.filter(memory_type=MemoryType.EPISODIC)
+
+    def timeline_order(self) -> "MemoryQuerySet":
+        """When each episode happened; episodes of one moment in the order written."""
+        return self.order_by("occurred_at", "seq")
 
     def without_vectors(self) -> "MemoryQuerySet":
         """Without loading the search vector and the embedding (large, rarely read)."""
@@ -129,6 +168,12 @@ class Memory(models.Model):
     verified_at = models.DateTimeField(null=True, blank=True)
     confidence = models.FloatField()
     expires_at = models.DateTimeField(null=True, blank=True)
+    memory_type = models.CharField(max_length=12, choices=MemoryType.choices,
+                                   default=MemoryType.SEMANTIC)
+    path = models.CharField(max_length=MAX_PATH_LENGTH, blank=True, default="")
+    # When an episodic memory happened (set on every episodic memory, on no other).
+    occurred_at = models.DateTimeField(null=True, blank=True)
+    seq = models.BigIntegerField(db_default=WriteOrder(), editable=False)
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
@@ -166,6 +211,13 @@ class Memory(models.Model):
             models.CheckConstraint(
                 condition=~Q(category=Category.CREDENTIALS) | Q(content__startswith=FERNET_PREFIX),
                 name="memory_credentials_encrypted"),
+            models.CheckConstraint(condition=Q(path__regex=PATH_PATTERN),
+                                   name="memory_path_normal_form"),
+            models.CheckConstraint(
+                condition=(Q(memory_type=MemoryType.EPISODIC, occurred_at__isnull=False)
+                           | (~Q(memory_type=MemoryType.EPISODIC)
+                              & Q(occurred_at__isnull=True))),
+                name="memory_occurred_at_episodic"),
         ]
         indexes = [
             models.Index(fields=["mind", "-updated_at"], name="memory_mind_updated"),
@@ -180,6 +232,12 @@ class Memory(models.Model):
             models.Index(fields=["mind", "change_txid"], name="memory_mind_change_txid"),
             models.Index(fields=["id"], name="memory_embedding_pending",
                          condition=Q(embedding_pending=True)),
+            # ``path = p OR path LIKE 'p/%'`` (MemoryQuerySet.under); pattern_ops serve both.
+            models.Index(fields=["mind", "path"], name="memory_mind_path",
+                         opclasses=["varchar_pattern_ops", "varchar_pattern_ops"]),
+            models.Index(fields=["mind", "path", "occurred_at", "seq"], name="memory_timeline",
+                         condition=Q(memory_type=MemoryType.EPISODIC, deleted_at__isnull=True,
+                                     superseded_at__isnull=True)),
         ]
 
     def __str__(self) -> str:
@@ -197,7 +255,7 @@ class Memory(models.Model):
 
 # Fields whose change makes a new version (and that a version snapshot keeps).
 VERSIONED_FIELDS = ("category", "key", "content", "tags", "priority", "confidence", "expires_at",
-                    "source")
+                    "source", "memory_type", "path", "occurred_at")
 
 
 class MemoryVersion(models.Model):
@@ -213,6 +271,10 @@ class MemoryVersion(models.Model):
     source = models.CharField(max_length=10, choices=Source.choices)
     confidence = models.FloatField()
     expires_at = models.DateTimeField(null=True, blank=True)
+    memory_type = models.CharField(max_length=12, choices=MemoryType.choices,
+                                   default=MemoryType.SEMANTIC)
+    path = models.CharField(max_length=MAX_PATH_LENGTH, blank=True, default="")
+    occurred_at = models.DateTimeField(null=True, blank=True)
     # Who wrote this version on this instance, from the credentials of the writing request
     # (never from a body): "key" (Mind Key id and name), "user", "system", or "legacy" for
     # versions written before this was recorded (label copied from the old actor text).

@@ -332,6 +332,8 @@ SYNAPSE = {
     "TRASH_RETENTION_DAYS": env_int("SYNAPSE_TRASH_RETENTION_DAYS", 30),
     "IDEMPOTENCY_TTL_SECONDS": env_int("SYNAPSE_IDEMPOTENCY_TTL_SECONDS", 24 * 3600),
     "KEY_LAST_USED_RESOLUTION_SECONDS": 60,
+    # A memory created with memory_type=working and no expiry expires after this long.
+    "WORKING_MEMORY_TTL_SECONDS": env_int("SYNAPSE_WORKING_MEMORY_TTL_SECONDS", 24 * 3600),
     # Per-mind quotas (memories.quotas): a write that would go over one is refused with a
     # 403 quota_exceeded. Memories count the trash until it is purged; versions are never
     # pruned; content bytes are the stored bytes of every version's content.

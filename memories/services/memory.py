@@ -18,8 +18,10 @@ from memories.models import (
     Category,
     IdempotentRequest,
     Memory,
+    MemoryType,
     MemoryVersion,
     Source,
+    default_memory_type,
 )
 from memories.naming import derive_key, normalize_tags
 from memories.quotas import charging, content_bytes, ledger_for
@@ -37,6 +39,15 @@ EMBEDDED_FIELDS = ("category", "key", "content", "tags")
 
 class MemoryConflict(Exception):
     """A write would give two memories outside the trash the same (category, key)."""
+
+
+class OccurredAtNotEpisodic(ValidationError):
+    """``occurred_at`` given to a memory that is not episodic: only events have a moment."""
+
+    def __init__(self):
+        super().__init__({"occurred_at": [
+            "Only episodic memories have occurred_at: send memory_type=episodic with it."]},
+            code="occurred_at_not_episodic")
 
 
 class CredentialsContentRequired(ValidationError):
@@ -101,22 +112,27 @@ def locked_current(mind: Mind, category: str, key: str) -> Memory | None:
 def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | None = None,
                  tags: list[str] | None = None, priority: str | None = None,
                  confidence: float | None = None, expires_at: datetime | None = None,
-                 expires_given: bool = False, source: str | None = None) -> StoreResult:
+                 expires_given: bool = False, source: str | None = None,
+                 memory_type: str | None = None, path: str | None = None,
+                 occurred_at: datetime | None = None) -> StoreResult:
     """Create a memory, or update the one with the same (category, key) in the mind.
 
     Fields left out (None) keep their stored values on update. An identical payload
     changes nothing and answers ``unchanged``. Concurrent stores of one key serialise on
-    the row lock, or on the unique index when the row does not exist yet.
+    the row lock, or on the unique index when the row does not exist yet. ``path`` (in
+    normal form, memories.paths) is not part of the identity: a key given explicitly
+    moves the memory to the path sent; a key derived from the content includes the path.
     """
-    key = key or derive_key(content, category)
+    key = key or derive_key(content, category, path or "")
     provenance = _provenance(actor, source)
     changes: dict = {"content": content}
     if tags is not None:
         changes["tags"] = normalize_tags(tags)
-    if priority is not None:
-        changes["priority"] = priority
-    if confidence is not None:
-        changes["confidence"] = confidence
+    for name, value in (("priority", priority), ("confidence", confidence),
+                        ("memory_type", memory_type), ("path", path),
+                        ("occurred_at", occurred_at)):
+        if value is not None:
+            changes[name] = value
     if expires_given:
         changes["expires_at"] = expires_at
 
@@ -186,12 +202,36 @@ def memory_store_once(*, mind: Mind, actor, idempotency_key: str, request_body,
     raise IdempotencyConflict("A request with this Idempotency-Key is in progress; retry.")
 
 
+def with_type_rules(changes: dict, *, memory_type: str, occurred_at: datetime | None,
+                    now: datetime) -> dict:
+    """``changes`` completed so the memory they leave behind follows the type rules: an
+    episodic memory has ``occurred_at`` (the time of the write unless given), no other
+    type has one (giving it one is refused; becoming another type drops it)."""
+    memory_type = changes.get("memory_type", memory_type)
+    if memory_type == MemoryType.EPISODIC:
+        if changes.get("occurred_at", occurred_at) is None:
+            return {**changes, "occurred_at": now}
+        return changes
+    if changes.get("occurred_at") is not None:
+        raise OccurredAtNotEpisodic()
+    return {**changes, "occurred_at": None} if occurred_at is not None else changes
+
+
 def create_memory(*, mind: Mind, actor, category: str, key: str, changes: dict) -> Memory:
+    """Insert a new memory (its first version). Without a type it gets its category's
+    default (models.default_memory_type); a ``working`` memory without an expiry expires
+    after SYNAPSE["WORKING_MEMORY_TTL_SECONDS"]."""
     now = timezone.now()
     default_confidence = (AGENT_DEFAULT_CONFIDENCE if is_agent(actor)
                           else USER_DEFAULT_CONFIDENCE)
     memory = Memory(mind=mind, category=category, key=key, created_at=now, updated_at=now,
                     confidence=default_confidence, version=1)
+    changes = with_type_rules(
+        {"memory_type": default_memory_type(category), **changes},
+        memory_type=MemoryType.SEMANTIC, occurred_at=None, now=now)
+    if changes["memory_type"] == MemoryType.WORKING and "expires_at" not in changes:
+        changes["expires_at"] = now + timezone.timedelta(
+            seconds=settings.SYNAPSE["WORKING_MEMORY_TTL_SECONDS"])
     for name, value in changes.items():
         setattr(memory, name, value)
     if memory.verified and not is_agent(actor):
@@ -214,6 +254,9 @@ def _apply(*, memory: Memory, actor, changes: dict, provenance: dict,
     Provenance (source, verified) follows the writer, but only when the write changes
     something: an agent repeating a verified memory word for word leaves it verified.
     """
+    now = timezone.now()
+    changes = with_type_rules(changes, memory_type=memory.memory_type,
+                              occurred_at=memory.occurred_at, now=now)
     # Compare plaintext: a credentials token differs on every encryption (random IV).
     plaintext = _readable_content(memory)
     current = {name: plaintext if name == "content" else getattr(memory, name)
@@ -223,7 +266,6 @@ def _apply(*, memory: Memory, actor, changes: dict, provenance: dict,
     changes = {**changes, **provenance}
     changed_fields = [name for name, value in changes.items() if current[name] != value]
     versioned = [name for name in changed_fields if name in VERSIONED_FIELDS]
-    now = timezone.now()
     for name in changed_fields:
         setattr(memory, name, changes[name])
     if "content" in changed_fields or "category" in changed_fields:
@@ -260,7 +302,8 @@ def _readable_content(memory: Memory) -> str | None:
 
 
 def memory_update(*, memory: Memory, actor, **fields) -> tuple[Memory, bool]:
-    """Partial update (content, tags, priority, confidence, expires_at, key, category).
+    """Partial update (content, tags, priority, confidence, expires_at, key, category,
+    memory_type, path, occurred_at).
 
     Returns the memory and whether anything changed. Raises MemoryConflict when the new
     (category, key) is taken, CredentialsContentRequired when a credentials memory would

@@ -9,7 +9,8 @@ from rest_framework.renderers import JSONRenderer
 
 from memories import recall as recall_module
 from memories.crypto import CredentialsUnreadable
-from memories.models import Category, Memory, Priority, Source
+from memories.models import Category, Memory, MemoryType, Priority, Source
+from memories.paths import InvalidPath, normalize_path
 from memories.recall import (
     RecallTotals,
     display_content,
@@ -40,6 +41,30 @@ class TagsField(serializers.ListField):
         super().__init__(max_length=MAX_TAGS, **kwargs)
 
 
+class PathField(serializers.CharField):
+    """A memory path (docs/api.md#paths), taken in its normal form; refused with the reason.
+    Blank, or ``/``, is the root."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("help_text", "Lower-case segments joined by '/', e.g. "
+                                       "projects/memory-os/decisions; blank is the root.")
+        super().__init__(allow_blank=True, max_length=1000, **kwargs)
+
+    def to_internal_value(self, data) -> str:
+        try:
+            return normalize_path(super().to_internal_value(data))
+        except InvalidPath as error:
+            raise serializers.ValidationError(str(error), code="invalid_path") from error
+
+
+class PlaceFilters(serializers.Serializer):
+    """The query parameters that narrow a route to part of a mind: ``path`` (that path and
+    everything below it) and ``memory_type``."""
+
+    path = PathField(required=False, help_text="This path and everything below it.")
+    memory_type = serializers.ChoiceField(choices=MemoryType.choices, required=False)
+
+
 class MemoryFieldsMixin(serializers.Serializer):
     category = serializers.ChoiceField(choices=Category.choices)
     key = serializers.CharField(max_length=MAX_KEY_LENGTH, validators=[validate_key])
@@ -52,6 +77,14 @@ class MemoryFieldsMixin(serializers.Serializer):
         choices=[Source.AGENT, Source.TOOL, Source.SYSTEM],
         help_text="Agents may say agent (default), tool or system; never user. Ignored for "
                   "humans, whose memories are always source=user.")
+    memory_type = serializers.ChoiceField(
+        choices=MemoryType.choices,
+        help_text="How the memory behaves. Default: identity for the identity category, "
+                  "else semantic. A new working memory expires after 24 h unless given "
+                  "expires_at.")
+    path = PathField()
+    occurred_at = TimestampField(help_text="When an episodic memory happened (default: the "
+                                           "time of the write); only for episodic memories.")
 
     def validate_content(self, value: str) -> str:
         if not value.strip():
@@ -66,7 +99,8 @@ class MemoryStoreSerializer(StrictSerializer, MemoryFieldsMixin):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for name in ("key", "tags", "priority", "confidence", "expires_at", "source"):
+        for name in ("key", "tags", "priority", "confidence", "expires_at", "source",
+                     "memory_type", "path", "occurred_at"):
             self.fields[name].required = False
 
 
@@ -106,10 +140,12 @@ class MemorySerializer(serializers.ModelSerializer):
     superseded_at = TimestampField(read_only=True, allow_null=True)
     superseded_by = serializers.CharField(source="superseded_by_id", read_only=True,
                                           allow_null=True)
+    occurred_at = TimestampField(read_only=True, allow_null=True)
 
     class Meta:
         model = Memory
         fields = ["id", "mind_id", "category", "key", "content", "tags", "priority", "source",
+                  "memory_type", "path", "occurred_at",
                   "verified", "verified_at", "confidence", "expires_at", "version",
                   "created_at", "updated_at", "deleted_at", "superseded_at", "superseded_by"]
         read_only_fields = fields
@@ -129,7 +165,7 @@ class StoreResponseSerializer(serializers.Serializer):
     version = serializers.IntegerField()
 
 
-class MemoryListQuerySerializer(PageQuery):
+class MemoryListQuerySerializer(PageQuery, PlaceFilters):
     category = serializers.ChoiceField(choices=Category.choices, required=False)
     tag = serializers.CharField(max_length=MAX_TAG_LENGTH, required=False)
     priority = serializers.ChoiceField(choices=Priority.choices, required=False)
@@ -147,7 +183,7 @@ class MemoryListSerializer(PageSerializer):
     results = MemorySerializer(many=True)
 
 
-class RecallQuerySerializer(serializers.Serializer):
+class RecallQuerySerializer(PlaceFilters):
     category = serializers.ChoiceField(choices=Category.choices, required=False)
     tag = serializers.CharField(max_length=MAX_TAG_LENGTH, required=False)
     q = serializers.CharField(max_length=1000, required=False)

@@ -2,7 +2,7 @@
 
 from rest_framework import serializers
 
-from memories.api.serializers.memory import MAX_TAG_LENGTH, MemorySerializer
+from memories.api.serializers.memory import MAX_TAG_LENGTH, MemorySerializer, PlaceFilters
 from memories.models import Category
 from synapse.api import PageQuery, PageSerializer, StrictSerializer
 
@@ -10,7 +10,7 @@ MAX_QUERY_LENGTH = 1000
 MAX_LIMIT = 100
 
 
-class SearchFiltersSerializer(serializers.Serializer):
+class SearchFiltersSerializer(PlaceFilters):
     tag = serializers.CharField(max_length=MAX_TAG_LENGTH, required=False)
     category = serializers.ChoiceField(choices=Category.choices, required=False)
     limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=20)
@@ -30,7 +30,7 @@ class SemanticSearchQuerySerializer(SearchFiltersSerializer):
                                        help_text="Minimum cosine similarity (-1 … 1).")
 
 
-class ByTagQuerySerializer(PageQuery):
+class ByTagQuerySerializer(PageQuery, PlaceFilters):
     tag = serializers.CharField(max_length=MAX_TAG_LENGTH)
     category = serializers.ChoiceField(choices=Category.choices, required=False)
 

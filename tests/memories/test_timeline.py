@@ -1,0 +1,78 @@
+"""Episode timelines (memories.timeline): order, ties, pages and neighbours."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from memories.timeline import NotAnEpisode, neighbours, timeline, timeline_page
+
+T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def mind(alice_mind):
+    return alice_mind
+
+
+@pytest.fixture
+def episode(remember):
+    def _episode(key, at, path="talks/one"):
+        return remember(category="context", key=key, content=f"turn {key}",
+                        memory_type="episodic", path=path, occurred_at=at)
+    return _episode
+
+
+@pytest.fixture
+def turns(episode):
+    # Written out of order; t3 and t4 share a moment (written t3 first).
+    return {key: episode(key, at) for key, at in [
+        ("t2", T0 + timedelta(minutes=2)), ("t1", T0 + timedelta(minutes=1)),
+        ("t3", T0 + timedelta(minutes=3)), ("t4", T0 + timedelta(minutes=3)),
+        ("t5", T0 + timedelta(minutes=5))]}
+
+
+def keys(memories):
+    return [memory.key for memory in memories]
+
+
+def test_timeline_orders_by_moment_then_write_order(mind, turns):
+    assert keys(timeline(mind, "talks/one").timeline_order()) == ["t1", "t2", "t3", "t4", "t5"]
+
+
+def test_other_paths_and_types_are_not_on_the_timeline(mind, remember, episode, turns):
+    episode("elsewhere", T0, path="talks/two")
+    episode("below", T0, path="talks/one/sub")
+    remember(category="fact", key="fact", content="a fact", path="talks/one")
+    assert keys(timeline(mind, "talks/one").timeline_order()) == ["t1", "t2", "t3", "t4", "t5"]
+
+
+def test_pages_after_and_before_an_episode_and_a_moment(mind, turns):
+    memories = timeline(mind, "talks/one")
+    first = timeline_page(memories, limit=2)
+    assert keys(first.memories) == ["t1", "t2"] and first.has_more
+    following = timeline_page(memories, limit=2, after=turns["t3"])
+    assert keys(following.memories) == ["t4", "t5"] and not following.has_more
+    earlier = timeline_page(memories, limit=2, before=turns["t4"])
+    assert keys(earlier.memories) == ["t2", "t3"] and earlier.has_more
+    at_moment = timeline_page(memories, limit=10, after=T0 + timedelta(minutes=3))
+    assert keys(at_moment.memories) == ["t3", "t4", "t5"]
+    before_moment = timeline_page(memories, limit=10, before=T0 + timedelta(minutes=3))
+    assert keys(before_moment.memories) == ["t1", "t2"]
+
+
+def test_neighbours_across_a_tie_in_one_query(mind, turns):
+    memory = timeline(mind, "talks/one").get(key="t3")
+    with CaptureQueriesContext(connection) as queries:
+        before, after = neighbours(memory, 2)
+    assert len(queries) == 1
+    assert keys(before) == ["t1", "t2"] and keys(after) == ["t4", "t5"]
+    before, after = neighbours(timeline(mind, "talks/one").get(key="t4"), 1)
+    assert keys(before) == ["t3"] and keys(after) == ["t5"]
+
+
+def test_neighbours_of_a_memory_that_is_no_episode(remember):
+    fact = remember(category="fact", content="a fact")
+    with pytest.raises(NotAnEpisode):
+        neighbours(fact, 2)
