@@ -9,8 +9,8 @@ occurred_at, seq): a page, or the neighbours of an episode, costs one indexed qu
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import BooleanField
-from django.db.models.expressions import RawSQL
+from django.db.models import F, Q
+from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan, TupleLessThan
 
 from memories.models import Memory
 from minds.models import Mind
@@ -26,14 +26,14 @@ def timeline(mind: Mind | str, path: str):
     return Memory.objects.for_mind(mind).current().episodes().filter(path=path)
 
 
-def _position(op: str, occurred_at: datetime, seq: int | None):
-    """``(occurred_at, seq) op (…)`` as a row comparison, which the index answers as a range
-    (two separate conditions joined by OR would not be)."""
-    if seq is None:  # a bare moment: everything at that moment counts as after it
-        sql = f'"memories_memory"."occurred_at" {"<" if op == "<" else ">="} %s'
-        return RawSQL(sql, (occurred_at,), output_field=BooleanField())
-    return RawSQL(f'("memories_memory"."occurred_at", "memories_memory"."seq") {op} (%s, %s)',
-                  (occurred_at, seq), output_field=BooleanField())
+def position(op: str, occurred_at: datetime, seq: int | None):
+    """Before (``<``) or after (``>``) a place on the timeline: ``(occurred_at, seq) op (…)``
+    as a row comparison, which the index answers as a range (two conditions joined by OR
+    would not be). A bare moment (``seq`` None): everything at that moment is after it."""
+    if seq is None:
+        return Q(occurred_at__lt=occurred_at) if op == "<" else Q(occurred_at__gte=occurred_at)
+    lookup = TupleLessThan if op == "<" else TupleGreaterThan
+    return lookup(Tuple(F("occurred_at"), F("seq")), (occurred_at, seq))
 
 
 @dataclass
@@ -50,11 +50,11 @@ def timeline_page(memories, *, limit: int, after: Memory | datetime | None = Non
     anchor = after if after is not None else before
     backwards = after is None and before is not None
     if anchor is not None:
+        op = "<" if backwards else ">"
         if isinstance(anchor, Memory):
-            position = _position("<" if backwards else ">", anchor.occurred_at, anchor.seq)
+            memories = memories.filter(position(op, anchor.occurred_at, anchor.seq))
         else:
-            position = _position("<" if backwards else ">=", anchor, None)
-        memories = memories.filter(position)
+            memories = memories.filter(position(op, anchor, None))
     order = ("-occurred_at", "-seq") if backwards else ("occurred_at", "seq")
     rows = list(memories.order_by(*order)[:limit + 1])
     page = rows[:limit]
@@ -70,9 +70,9 @@ def neighbours(memory: Memory, n: int) -> tuple[list[Memory], list[Memory]]:
         raise NotAnEpisode(f"Memory {memory.id} is not episodic: only episodes are on a "
                            "timeline.")
     around = timeline(memory.mind_id, memory.path).without_vectors()
-    earlier = (around.filter(_position("<", memory.occurred_at, memory.seq))
+    earlier = (around.filter(position("<", memory.occurred_at, memory.seq))
                .order_by("-occurred_at", "-seq")[:n])
-    later = (around.filter(_position(">", memory.occurred_at, memory.seq))
+    later = (around.filter(position(">", memory.occurred_at, memory.seq))
              .order_by("occurred_at", "seq")[:n])
     rows = list(earlier.union(later, all=True))
     key = memory.occurred_at, memory.seq

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from memories.timeline import NotAnEpisode, neighbours, timeline, timeline_page
+from memories.timeline import NotAnEpisode, neighbours, position, timeline, timeline_page
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -76,3 +76,16 @@ def test_neighbours_of_a_memory_that_is_no_episode(remember):
     fact = remember(category="fact", content="a fact")
     with pytest.raises(NotAnEpisode):
         neighbours(fact, 2)
+
+
+def test_timeline_queries_are_index_range_scans(mind, turns):
+    memory = timeline(mind, "talks/one").get(key="t3")
+    earlier = timeline_page(timeline(mind, "talks/one"), limit=2, before=memory)
+    assert keys(earlier.memories) == ["t1", "t2"]
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_seqscan = off")
+        plan = timeline(mind, "talks/one").filter(
+            position("<", memory.occurred_at, memory.seq)).order_by(
+            "-occurred_at", "-seq")[:2].explain()
+        cursor.execute("RESET enable_seqscan")
+    assert "memory_timeline" in plan and "Sort" not in plan
