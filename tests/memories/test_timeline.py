@@ -89,3 +89,13 @@ def test_timeline_queries_are_index_range_scans(mind, turns):
             "-occurred_at", "-seq")[:2].explain()
         cursor.execute("RESET enable_seqscan")
     assert "memory_timeline" in plan and "Sort" not in plan
+
+
+def test_bulk_written_episodes_of_one_moment_keep_the_order_written(mind):
+    from memories.models import Memory
+
+    Memory.objects.bulk_create([
+        Memory(mind=mind, category="context", key=f"bulk_{number}", content=f"turn {number}",
+               source="agent", confidence=0.7, memory_type="episodic", path="talks/bulk",
+               occurred_at=T0) for number in (3, 1, 2)])
+    assert keys(timeline(mind, "talks/bulk").timeline_order()) == ["bulk_3", "bulk_1", "bulk_2"]
