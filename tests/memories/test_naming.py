@@ -25,3 +25,16 @@ def test_a_credentials_key_holds_no_word_of_the_secret(settings):
     assert key == derive_key("hunter2 is the password", "credentials")
     settings.SECRET_KEY = "another instance"  # keyed: another instance derives another key
     assert derive_key("hunter2 is the password", "credentials") != key
+
+
+def test_the_path_joins_a_derived_key_but_not_at_the_root():
+    content = "Deploys go out on Fridays"
+    at_root = derive_key(content, "fact")
+    assert derive_key(content, "fact", "") == at_root  # keys derived before paths still match
+    one = derive_key(content, "fact", "projects/a")
+    other = derive_key(content, "fact", "projects/b")
+    assert len({at_root, one, other}) == 3
+    assert one.startswith("deploys_go_out_on_fridays_")
+    assert derive_key(content, "fact", "projects/a") == one
+    secret = derive_key("hunter2", "credentials", "projects/a")
+    assert secret != derive_key("hunter2", "credentials") and "hunter2" not in secret
