@@ -29,6 +29,8 @@ from memories.services.transfer import ImportRejected, SyncResult, memory_sync, 
 from memories.services.verification import (
     VersionConflict,
     memory_set_verified,
+    memory_trash_many,
+    memory_unverify_many,
     memory_verify_many,
 )
 
@@ -38,6 +40,7 @@ __all__ = [
     "StoreResult", "SyncResult", "VersionConflict", "agent_source", "credentials_rotate",
     "memory_bulk_delete", "memory_compact", "memory_delete", "memory_purge_trash",
     "memory_restore", "memory_revert", "memory_set_verified", "memory_store",
-    "memory_store_once", "memory_sync", "memory_uncompact", "memory_update",
-    "memory_verify_many", "mind_import", "recorded_by",
+    "memory_store_once", "memory_sync", "memory_trash_many", "memory_uncompact",
+    "memory_unverify_many", "memory_update", "memory_verify_many", "mind_import",
+    "recorded_by",
 ]

@@ -1,5 +1,7 @@
-"""Verification: a human vouches for (or withdraws from) the version of a memory they saw."""
+"""Verification: a human vouches for (or withdraws from) the version of a memory they saw,
+one at a time or over a selection of the queue (which may also go to the trash)."""
 
+from collections.abc import Callable
 
 from django.db import transaction
 from django.utils import timezone
@@ -68,8 +70,41 @@ def memory_verify_many(*, mind: Mind, user, seen: dict[str, int]) -> list[Memory
     (``seen``: id → version). All or nothing: when any of them is gone (deleted, of
     another mind) or has another version now, VersionConflict lists every such one and
     none is verified. Already verified memories at the seen version stay as they are."""
+    return _review_many(mind=mind, user=user, seen=seen, verb="verified",
+                        apply=lambda memory: _set_verified(memory, user=user, verified=True))
+
+
+def memory_unverify_many(*, mind: Mind, user, seen: dict[str, int]) -> list[Memory]:
+    """Withdraw the verification of several memories of ``mind``, each at the version the
+    human saw; all or nothing, as memory_verify_many. One ``unverify`` audit event per
+    memory that was verified."""
+    return _review_many(mind=mind, user=user, seen=seen, verb="unverified",
+                        apply=lambda memory: _set_verified(memory, user=user, verified=False))
+
+
+def memory_trash_many(*, mind: Mind, user, seen: dict[str, int]) -> list[Memory]:
+    """Move several memories of ``mind`` to the trash, each at the version the human saw
+    (what a reviewer rejects from the queue); all or nothing, as memory_verify_many. One
+    ``delete`` audit event per memory, as a single delete writes."""
+    now = timezone.now()
+
+    def trash(memory: Memory) -> None:
+        memory.deleted_at = now
+        memory.updated_at = now
+        memory.save(update_fields=["deleted_at", "updated_at"])
+        record_event(mind=memory.mind, actor=user, action="delete", memory_id=memory.id,
+                     details={"category": memory.category, "key": memory.key})
+
+    return _review_many(mind=mind, user=user, seen=seen, verb="moved to the trash",
+                        apply=trash)
+
+
+def _review_many(*, mind: Mind, user, seen: dict[str, int], verb: str,
+                 apply: Callable[[Memory], None]) -> list[Memory]:
+    """Lock the memories of ``mind`` named in ``seen`` (not in the trash), refuse them all
+    when any is gone or at another version, else ``apply`` to each, in one transaction."""
     if is_agent(user) or user is None:
-        raise PermissionError("Only a human may verify or unverify a memory.")
+        raise PermissionError("Only a human may review memories in bulk.")
     with transaction.atomic():
         locked = {memory.id: memory for memory in
                   Memory.objects.select_for_update().select_related("mind").for_mind(mind)
@@ -81,8 +116,8 @@ def memory_verify_many(*, mind: Mind, user, seen: dict[str, int]) -> list[Memory
         if stale:
             raise VersionConflict(
                 f"{len(stale)} of the {len(seen)} selected memories changed or left since "
-                "you saw them; nothing was verified. Reload and check them again.",
+                f"you saw them; nothing was {verb}. Reload and check them again.",
                 stale=stale)
         for memory in locked.values():
-            _set_verified(memory, user=user, verified=True)
+            apply(memory)
         return list(locked.values())

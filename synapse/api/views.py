@@ -1,6 +1,9 @@
 """Base views: strict query parameters and the request's mind, for APIViews and viewsets."""
 
+from collections.abc import Callable
+
 from django.conf import settings
+from django.db.models import QuerySet
 from django.utils.functional import cached_property
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.extensions import OpenApiFilterExtension
@@ -37,9 +40,11 @@ def validated_query(request, serializer_class: type[serializers.Serializer] | No
     return serializer.validated_data
 
 
-def request_mind(request) -> Mind:
+def request_mind(request, *, implied: Callable[[QuerySet], Mind] | None = None) -> Mind:
     """The mind a request acts on: a Mind Key's own (naming another is a 404), or the
-    one a human names with ``?mind=`` among the minds they own."""
+    one a human names with ``?mind=`` among the minds they own. ``implied``, when given,
+    answers a human who names none: called with the minds they own, it returns the one
+    the request implies (e.g. that of the memory in the path) or raises NotFound."""
     principal = request.user
     if is_agent(principal):
         mind_param = request.query_params.get("mind")
@@ -47,6 +52,8 @@ def request_mind(request) -> Mind:
             raise exceptions.NotFound("No such mind.")
         return principal.mind
     mind_id = request.query_params.get("mind")
+    if not mind_id and implied is not None:
+        return implied(Mind.objects.owned_by(principal))
     if not mind_id:
         raise exceptions.ValidationError(
             {"mind": ["Humans must name the mind to act on: ?mind=<mind_id>."]})
@@ -122,14 +129,17 @@ class MindScopedViewSet(GenericViewSet):
 
     Each ``@action`` may set, as keyword arguments: ``permission_classes``,
     ``throttle_scope`` (synapse.throttling reads it), ``query_serializer`` (the query
-    parameters it takes), ``parser_classes`` and ``body_limit`` (the settings name of the
-    body cap a streaming parser reads). A standard action (list, create…) names its query
-    serializer in ``get_query_serializer_class``.
+    parameters it takes), ``parser_classes``, ``body_limit`` (the settings name of the
+    body cap a streaming parser reads) and ``mind_from_object``. A standard action (list,
+    create…) names its query serializer in ``get_query_serializer_class``.
     """
 
     permission_classes = [MindAccess]
     throttle_scope: str | None = None
     query_serializer: type[serializers.Serializer] | None = None
+    # A detail action may let a human leave out ?mind=: the mind is then the object's,
+    # among the minds they own (``implied_mind``).
+    mind_from_object = False
     body_limit = "MAX_BODY_BYTES"
     filter_backends = [QueryFilterBackend]
     metadata_class = ViewMetadata
@@ -148,8 +158,16 @@ class MindScopedViewSet(GenericViewSet):
 
     @cached_property
     def mind(self) -> Mind:
-        """The mind this request acts on: the key's, or the human's ``?mind=``."""
-        return request_mind(self.request)
+        """The mind this request acts on: the key's, or the human's ``?mind=`` (on an
+        action with ``mind_from_object``, without it: the mind of the object)."""
+        return request_mind(self.request,
+                            implied=self.implied_mind if self.mind_from_object else None)
+
+    def implied_mind(self, owned: QuerySet) -> Mind:
+        """The mind of the object in the path, among ``owned`` (a human's minds); a
+        NotFound when it is none of theirs. Viewsets with ``mind_from_object`` actions
+        implement it."""
+        raise NotImplementedError
 
     def max_body_bytes(self) -> int:
         """The body cap of this action (synapse.parsers.StreamingJSONParser reads it)."""

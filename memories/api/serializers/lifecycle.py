@@ -1,12 +1,15 @@
 """Serializers of versions and revert, the trash, expiry and bulk delete."""
 
+from datetime import timedelta
+
 from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
-from memories.api.serializers.memory import MemorySerializer
+from memories.api.serializers.memory import MemorySerializer, PlaceFilters
 from synapse.api import DurationField, PageQuery, PageSerializer, StrictSerializer
 
 BULK_DELETE_MAX = 1000
+EXPIRING_WINDOW = timedelta(days=7)
 
 
 class VersionSerializer(serializers.Serializer):
@@ -47,8 +50,11 @@ class TrashListSerializer(PageSerializer):
 TRASH_LIST = TrashListSerializer
 
 
-class ExpiringQuery(PageQuery):
-    within = DurationField(help_text="Seconds (604800) or 7d, 12h, 30m.")
+class ExpiringQuery(PageQuery, PlaceFilters):
+    # Without it, EXPIRING_WINDOW (applied by the view: a timedelta default would reach
+    # the schema as a number where the parameter is a string).
+    within = DurationField(required=False,
+                           help_text="Seconds (604800) or 7d, 12h, 30m; default 7d.")
 
 
 EXPIRING_LIST = inline_serializer("ExpiringList", {

@@ -6,6 +6,7 @@ from memories.api.views.core import CoreActions
 from memories.api.views.insight import InsightActions
 from memories.api.views.lifecycle import LifecycleActions
 from memories.api.views.search import SearchActions
+from memories.api.views.timeline import TimelineActions
 from memories.api.views.transfer import TransferActions
 from memories.api.views.verification import VerificationActions
 from memories.filters import MemoryFilter
@@ -19,12 +20,13 @@ MEMORY_ID_PATTERN = r"mem_[A-Za-z0-9]{1,36}"
 # in memories.api.serializers, same split):
 # - ``core``: list, store (create), get (retrieve), update, delete (destroy), recall, health
 # - ``search``: search, semantic-search, by-tag, related, embed-batch, embed-batch-status
-# - ``verification``: unverified, verify, unverify, bulk-verify
+# - ``timeline``: timeline, neighbours
+# - ``verification``: unverified, verify, unverify, bulk-verify, bulk-unverify, bulk-trash
 # - ``lifecycle``: versions, revert, trash, restore, expiring, bulk-delete
 # - ``transfer``: diff, sync, mind-export, mind-import
 # - ``insight``: audit, stats, contradictions, compact, uncompact
-class MemoryViewSet(CoreActions, SearchActions, VerificationActions, LifecycleActions,
-                    TransferActions, InsightActions, MindScopedViewSet):
+class MemoryViewSet(CoreActions, SearchActions, TimelineActions, VerificationActions,
+                    LifecycleActions, TransferActions, InsightActions, MindScopedViewSet):
     """The memories of the request's mind (``/memory…``)."""
 
     # The model, for the schema; rows only ever come from get_queryset().
@@ -48,3 +50,12 @@ class MemoryViewSet(CoreActions, SearchActions, VerificationActions, LifecycleAc
         if memory is None:
             raise exceptions.NotFound("No such memory.")
         return memory
+
+    def implied_mind(self, owned):
+        """A human's request without ``?mind=`` on an action with ``mind_from_object``
+        (verify, unverify): the mind of the memory in the path, when it is one of
+        ``owned``; anyone else's memory is a 404, as a missing one."""
+        mind = owned.filter(memories__pk=self.kwargs[self.lookup_url_kwarg]).first()
+        if mind is None:
+            raise exceptions.NotFound("No such memory.")
+        return mind

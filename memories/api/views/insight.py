@@ -16,7 +16,7 @@ from memories.api.serializers.insight import (
     ContradictionListSerializer,
     ContradictionsQuerySerializer,
 )
-from memories.api.serializers.memory import MemorySerializer
+from memories.api.serializers.memory import MemorySerializer, PlaceFilters
 from memories.compaction import plan_compaction
 from memories.contradictions import find_contradictions
 from memories.embeddings import embedding_status
@@ -56,15 +56,19 @@ class InsightActions:
             "memory_id": event.memory_id, "details": event.details,
             "created_at": format_timestamp(event.created_at)} for event in page]})
 
-    @extend_schema(operation_id="memory_stats", parameters=[MIND_PARAMETER],
+    @extend_schema(operation_id="memory_stats", parameters=[MIND_PARAMETER, PlaceFilters],
                    responses={200: OpenApiTypes.OBJECT, **ERRORS}, tags=["insight"])
-    @action(detail=False, methods=["get"])
+    @action(detail=False, methods=["get"], query_serializer=PlaceFilters)
     def stats(self, request):
         """Totals of current memories (not in the trash, not superseded): verified,
-        unverified, expired, by category, priority and source; plus trash, superseded,
-        purged and the embedding backlog."""
+        unverified, expired, by category, priority, source and type; plus trash,
+        superseded, purged and the embedding backlog (of the whole mind). With ``path``
+        or ``memory_type`` the counts are of those memories, and ``purged`` is null
+        (a purged memory keeps neither)."""
         mind = self.mind
-        return Response({**mind_stats(mind=mind), "embeddings": embedding_status(mind=mind)})
+        stats = mind_stats(mind=mind, path=self.query.get("path", ""),
+                           memory_type=self.query.get("memory_type"))
+        return Response({**stats, "embeddings": embedding_status(mind=mind)})
 
     @extend_schema(operation_id="memory_contradictions",
                    parameters=[MIND_PARAMETER, ContradictionsQuerySerializer],

@@ -10,6 +10,7 @@ from memories.api.schema import ERRORS
 from memories.api.serializers.lifecycle import (
     BULK_DELETE_RESULT,
     EXPIRING_LIST,
+    EXPIRING_WINDOW,
     TRASH_LIST,
     BulkDeleteSerializer,
     ExpiringQuery,
@@ -88,11 +89,12 @@ class LifecycleActions:
                    responses={200: EXPIRING_LIST, **ERRORS}, tags=["lifecycle"])
     @action(detail=False, methods=["get"], query_serializer=ExpiringQuery)
     def expiring(self, request):
-        """Current memories that expire within the window, soonest first (already expired
-        ones are listed by GET /memory)."""
+        """Current memories that expire within the window (default 7 days), soonest first
+        (already expired ones are listed by GET /memory); optionally under a path and of
+        one type."""
         now = timezone.now()
-        within = self.query["within"]
-        expiring = (self.get_queryset().current().without_vectors()
+        within = self.query.get("within", EXPIRING_WINDOW)
+        expiring = (self.filter_queryset(self.get_queryset().current()).without_vectors()
                     .filter(expires_at__gt=now, expires_at__lte=now + within)
                     .order_by("expires_at", "id"))
         page, counts = page_of(expiring, self.query)
