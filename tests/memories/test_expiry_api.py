@@ -1,4 +1,5 @@
-"""Expiry: expired memories leave recall but stay listable; GET /memory/expiring?within=."""
+"""Expiry: expired memories leave recall but stay listable; GET /memory/expiring?within=
+(7 days when left out)."""
 
 from datetime import timedelta
 
@@ -54,7 +55,21 @@ def test_expiring_reports_the_window_in_seconds(agent, timeline):
     assert agent.get("/memory/expiring?within=7d").json()["within"] == 604800
 
 
-@pytest.mark.parametrize("query", ["", "?within=soon", "?within=7y", "?within=-5",
+def test_expiring_without_a_window_looks_seven_days_ahead(agent, timeline):
+    response = agent.get("/memory/expiring")
+    assert response.status_code == 200
+    assert _keys(response) == ["in_6h", "in_3d"]
+    assert response.json()["within"] == 7 * 24 * 3600
+
+
+def test_the_default_window_ends_at_seven_days(agent, remember):
+    now = timezone.now()
+    remember(key="inside", expires_at=now + timedelta(days=7, minutes=-5))
+    remember(key="outside", expires_at=now + timedelta(days=7, minutes=5))
+    assert _keys(agent.get("/memory/expiring")) == ["inside"]
+
+
+@pytest.mark.parametrize("query", ["?within=", "?within=soon", "?within=7y", "?within=-5",
                                    "?within=7d&sort=key"])
 def test_expiring_with_bad_window_is_400(agent, query):
     response = agent.get(f"/memory/expiring{query}")

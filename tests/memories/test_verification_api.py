@@ -117,11 +117,73 @@ def test_a_session_verifies_with_the_csrf_token_and_not_without(alice, alice_min
     assert memory.verified is True
 
 
-def test_a_human_must_name_the_mind(human, remember):
+@pytest.mark.parametrize("action, verified", [("verify", True), ("unverify", False)])
+def test_a_human_may_leave_the_mind_out_on_verify_and_unverify(human, alice, alice_mind,
+                                                               remember, action, verified):
     memory = remember()
-    response = human.post(f"/memory/{memory.id}/verify")
-    assert response.status_code == 400
-    assert "mind" in response.json()["error"]["fields"]
+    if not verified:
+        human.post(f"/memory/{memory.id}/verify")
+    response = human.post(f"/memory/{memory.id}/{action}", {"version": 1}, format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json()["verified"] is verified
+    memory.refresh_from_db()
+    assert (memory.verified, memory.verified_by) == (verified, alice if verified else None)
+    event = AuditEvent.objects.filter(action=action).get()
+    assert (event.mind_id, event.memory_id) == (alice_mind.id, memory.id)
+
+
+def test_the_bare_verify_finds_the_memory_in_any_of_the_humans_minds(alice, remember):
+    from minds.services import mind_create
+
+    second = mind_create(owner=alice, name="Alice's second mind")
+    memory = remember(mind=second, actor=alice, content="In the second mind")
+    Memory.objects.filter(pk=memory.id).update(verified=False)  # a human's store verifies
+    response = jwt_client(alice).post(f"/memory/{memory.id}/verify")
+    assert response.status_code == 200
+    assert response.json()["mind_id"] == second.id
+    memory.refresh_from_db()
+    assert memory.verified is True
+
+
+def test_the_bare_verify_of_another_users_memory_is_404_and_unchanged(bob, remember):
+    memory = remember()
+    before = snapshot(memory)
+    for action in ("verify", "unverify"):
+        response = jwt_client(bob).post(f"/memory/{memory.id}/{action}")
+        assert response.status_code == 404
+        assert response.json()["error"] == {"status": 404, "code": "not_found",
+                                             "message": "No such memory."}
+    assert snapshot(memory) == before
+    assert not AuditEvent.objects.filter(action__in=["verify", "unverify"]).exists()
+
+
+def test_the_bare_verify_of_a_missing_or_trashed_memory_is_404(human, alice, remember):
+    trashed = remember()
+    memory_delete(memory=trashed, actor=alice)
+    for memory_id in ("mem_nothere", trashed.id):
+        assert human.post(f"/memory/{memory_id}/verify").status_code == 404
+    trashed.refresh_from_db()
+    assert trashed.verified is False
+
+
+def test_a_session_may_leave_the_mind_out_on_verify_too(owner, remember):
+    memory = remember()
+    assert owner.post(f"/memory/{memory.id}/verify", "{}",
+                      content_type="application/json").status_code == 200
+    memory.refresh_from_db()
+    assert memory.verified is True
+
+
+def test_other_memory_routes_still_need_the_mind(human, remember):
+    memory = remember()
+    for response in (human.get(f"/memory/{memory.id}"),
+                     human.post(f"/memory/{memory.id}/restore"),
+                     human.post("/memory/bulk-verify", {"memories": [
+                         {"id": memory.id, "version": 1}]}, format="json")):
+        assert response.status_code == 400
+        assert "mind" in response.json()["error"]["fields"]
+    memory.refresh_from_db()
+    assert memory.verified is False
 
 
 def test_another_users_memory_is_404_and_unchanged(bob, bob_mind, alice_mind, remember):
@@ -400,3 +462,132 @@ def test_an_agent_cannot_bulk_verify(agent, remember):
     assert response.status_code == 403
     memory.refresh_from_db()
     assert memory.verified is False
+
+
+# -- POST /memory/bulk-unverify and /memory/bulk-trash --------------------------------------
+
+def _seen(*memories) -> dict:
+    return {"memories": [{"id": memory.id, "version": memory.version} for memory in memories]}
+
+
+def test_bulk_unverify_returns_each_to_the_queue_with_one_event_each(human, alice_mind,
+                                                                     remember, agent):
+    first, second, third = (remember(key=name) for name in ("first", "second", "third"))
+    human.post(f"/memory/bulk-verify?mind={alice_mind.id}", _seen(first, second, third),
+               format="json")
+    response = human.post(f"/memory/bulk-unverify?mind={alice_mind.id}", _seen(first, second),
+                          format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json() == {"count": 2, "unverified": sorted([first.id, second.id])}
+    assert set(Memory.objects.filter(verified=True).values_list("id", flat=True)) == {third.id}
+    assert sorted(AuditEvent.objects.filter(action="unverify").values_list("memory_id",
+                                                                            flat=True)) == sorted(
+        [first.id, second.id])
+    queue = agent.get("/memory/unverified").json()
+    assert {item["id"] for item in queue["results"]} == {first.id, second.id}
+
+
+def test_bulk_trash_moves_each_to_the_trash_with_one_delete_event_each(human, alice_mind,
+                                                                       remember, agent):
+    first, second, kept = (remember(key=name) for name in ("first", "second", "kept"))
+    response = human.post(f"/memory/bulk-trash?mind={alice_mind.id}", _seen(first, second),
+                          format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json() == {"count": 2, "trashed": sorted([first.id, second.id])}
+    trashed = Memory.objects.filter(deleted_at__isnull=False)
+    assert set(trashed.values_list("id", flat=True)) == {first.id, second.id}
+    events = AuditEvent.objects.filter(action="delete").order_by("memory_id")
+    assert [(e.memory_id, e.details["key"]) for e in events] == sorted(
+        [(first.id, "first"), (second.id, "second")])
+    assert [item["id"] for item in agent.get("/memory/unverified").json()["results"]] == [
+        kept.id]
+    # Restorable as any deleted memory.
+    assert agent.post(f"/memory/{first.id}/restore").status_code == 200
+
+
+@pytest.mark.parametrize("route", ["bulk-unverify", "bulk-trash"])
+def test_bulk_review_with_one_stale_is_a_409_and_changes_none(human, alice_mind, remember,
+                                                              route):
+    first, second = remember(key="first"), remember(key="second")
+    human.post(f"/memory/bulk-verify?mind={alice_mind.id}", _seen(first, second),
+               format="json")
+    remember(key="second", content="Edited after it was read")
+    before = [snapshot(first), snapshot(second)]
+    events = AuditEvent.objects.count()
+    response = human.post(f"/memory/{route}?mind={alice_mind.id}", {"memories": [
+        {"id": first.id, "version": 1}, {"id": second.id, "version": 1}]}, format="json")
+    assert response.status_code == 409
+    error = response.json()["error"]
+    assert error["code"] == "version_conflict"
+    assert f"{second.id} (you saw version 1, it is now version 2)" in error["message"]
+    assert [snapshot(first), snapshot(second)] == before
+    assert not Memory.objects.filter(deleted_at__isnull=False).exists()
+    assert AuditEvent.objects.count() == events
+
+
+@pytest.mark.parametrize("route", ["bulk-unverify", "bulk-trash"])
+def test_bulk_review_of_another_minds_or_a_trashed_memory_changes_none(
+        human, alice, alice_mind, remember, bob_agent, bob_mind, route):
+    mine, trashed = remember(key="mine"), remember(key="trashed")
+    memory_delete(memory=trashed, actor=alice)
+    bob_agent.post("/memory", {"category": "fact", "content": "Bob's"}, format="json")
+    bobs = Memory.objects.get(mind=bob_mind)
+    response = human.post(f"/memory/{route}?mind={alice_mind.id}",
+                          _seen(mine, bobs, trashed), format="json")
+    assert response.status_code == 409
+    message = response.json()["error"]["message"]
+    assert f"{bobs.id} (you saw version 1, it is gone)" in message
+    assert f"{trashed.id} (you saw version 1, it is gone)" in message
+    mine.refresh_from_db()
+    bobs.refresh_from_db()
+    assert (mine.deleted_at, bobs.deleted_at) == (None, None)
+
+
+@pytest.mark.parametrize("route", ["bulk-unverify", "bulk-trash"])
+@pytest.mark.parametrize("body", [{}, {"memories": []}, {"memories": [{"id": "mem_x"}]},
+                                  {"memories": [{"id": "mem_x", "version": 1, "extra": 1}]},
+                                  {"memories": "mem_x"}, {"ids": ["mem_x"]}])
+def test_bulk_review_with_a_malformed_body_is_a_400(human, alice_mind, route, body):
+    response = human.post(f"/memory/{route}?mind={alice_mind.id}", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid"
+
+
+@pytest.mark.parametrize("route", ["bulk-unverify", "bulk-trash"])
+def test_bulk_review_takes_at_most_1000_memories(human, alice_mind, route):
+    body = {"memories": [{"id": f"mem_{n}", "version": 1} for n in range(1001)]}
+    response = human.post(f"/memory/{route}?mind={alice_mind.id}", body, format="json")
+    assert response.status_code == 400
+    assert "memories" in response.json()["error"]["fields"]
+
+
+@pytest.mark.parametrize("route", ["bulk-unverify", "bulk-trash"])
+def test_a_mind_key_cannot_bulk_review(agent, human, alice_mind, remember, route):
+    memory = remember()
+    human.post(f"/memory/{memory.id}/verify?mind={alice_mind.id}")
+    before = snapshot(memory)
+    response = agent.post(f"/memory/{route}", _seen(memory), format="json")
+    assert response.status_code == 403
+    assert snapshot(memory) == before
+    memory.refresh_from_db()
+    assert memory.deleted_at is None
+
+
+@pytest.mark.parametrize("route", ["bulk-unverify", "bulk-trash"])
+def test_another_users_mind_is_404_for_bulk_review(bob, alice_mind, remember, route):
+    memory = remember()
+    response = jwt_client(bob).post(f"/memory/{route}?mind={alice_mind.id}", _seen(memory),
+                                    format="json")
+    assert response.status_code == 404
+    memory.refresh_from_db()
+    assert memory.deleted_at is None
+
+
+# -- the queue by path and type -------------------------------------------------------------
+
+def test_the_queue_filters_by_memory_type(agent, remember):
+    remember(key="fact", content="A fact")
+    episode = remember(key="turn", content="A turn", memory_type="episodic")
+    body = agent.get("/memory/unverified?memory_type=episodic").json()
+    assert (body["count"], [item["id"] for item in body["results"]]) == (1, [episode.id])
+    assert agent.get("/memory/unverified?memory_type=memo").status_code == 400
