@@ -138,22 +138,27 @@ def _fold(lines: list[DiffLine]) -> list[DiffLine]:
 
 
 def field_changes(old: MemoryVersion, new: MemoryVersion) -> list[tuple[str, str, str]]:
-    """(field, before, after) for every versioned field other than content that differs."""
+    """(field, before, after) for every versioned field other than content that differs:
+    type, path and moment included."""
     changes = []
     for name in VERSIONED_FIELDS:
         if name == "content":
             continue
         before, after = getattr(old, name), getattr(new, name)
         if before != after:
-            changes.append((name, _shown(before), _shown(after)))
+            changes.append((name, _shown(name, before), _shown(name, after)))
     return changes
 
 
-def _shown(value) -> str:
+def _shown(name: str, value) -> str:
     if value is None:
         return "—"
+    if name == "path":
+        return value or "/ (root)"
     if isinstance(value, list):
         return ", ".join(value) or "—"
     if hasattr(value, "strftime"):
-        return value.strftime("%Y-%m-%d %H:%M UTC")
+        # Episodes of one session are often seconds apart: a moment shows its seconds.
+        return value.strftime("%Y-%m-%d %H:%M:%S UTC" if name == "occurred_at"
+                              else "%Y-%m-%d %H:%M UTC")
     return str(value)

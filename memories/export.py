@@ -8,14 +8,25 @@ from django.core.exceptions import ValidationError
 from django.db.models import Prefetch
 from django.utils import timezone
 
-from memories.models import Category, Memory, MemoryTombstone, MemoryVersion, Priority, Source
+from memories.models import (
+    Category,
+    Memory,
+    MemoryTombstone,
+    MemoryType,
+    MemoryVersion,
+    Priority,
+    Source,
+    default_memory_type,
+)
 from memories.naming import normalize_tags
+from memories.paths import InvalidPath, normalize_path
 from memories.sync import (
     SYNCED_FIELDS,
     Change,
     memory_payload,
     output_content,
     tombstone_payload,
+    under,
 )
 from minds.models import Mind
 from synapse.parsers import JSONStream
@@ -28,7 +39,8 @@ CHUNK_SIZE = 1000
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 CSV_COLUMNS = ["id", "category", "key", "content", "tags", "priority", "source", "verified",
-               "confidence", "expires_at", "version", "created_at", "updated_at"]
+               "confidence", "expires_at", "version", "created_at", "updated_at",
+               "memory_type", "path", "occurred_at"]
 
 
 def version_payload(snapshot: MemoryVersion, *, reveal: bool) -> dict:
@@ -36,7 +48,9 @@ def version_payload(snapshot: MemoryVersion, *, reveal: bool) -> dict:
                "content": output_content(snapshot, reveal=reveal), "tags": list(snapshot.tags),
                "priority": snapshot.priority, "source": snapshot.source,
                "confidence": snapshot.confidence,
-               "expires_at": format_timestamp(snapshot.expires_at), "actor": snapshot.actor,
+               "expires_at": format_timestamp(snapshot.expires_at),
+               "memory_type": snapshot.memory_type, "path": snapshot.path,
+               "occurred_at": format_timestamp(snapshot.occurred_at), "actor": snapshot.actor,
                "recorded_by": snapshot.recorded_by_payload,
                "claimed_source": snapshot.claimed_source, "claimed_actor": snapshot.claimed_actor,
                "created_at": format_timestamp(snapshot.created_at)}
@@ -49,16 +63,19 @@ def _dumps(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def export_json(*, mind: Mind, reveal: bool) -> Iterator[str]:
+def export_json(*, mind: Mind, reveal: bool, path: str = "") -> Iterator[str]:
     """The JSON export of ``mind``, in pieces of about CHUNK_SIZE memories: a full backup::
 
         {"format": "synapse.mind-export", "format_version": 1, "exported_at": "…",
-         "mind": {…}, "credentials": "included" | "redacted",
+         "mind": {…}, "credentials": "included" | "redacted", "path": "",
          "memories": [{…every field…, "versions": [{…}, …]}, …],
-         "tombstones": [{"id", "category", "key", "deleted_at", "updated_at"}, …]}
+         "tombstones": [{"id", "category", "key", "path", "deleted_at", "updated_at"}, …]}
 
     ``memories`` holds every memory of the mind, the trash and superseded ones included,
-    each with its whole version history; ``tombstones`` the memories purged from the trash.
+    each with its whole version history, in the order they were written here (``seq``):
+    an import writes them in that order, so episodes that share a moment keep their order
+    on the timeline. ``tombstones`` are the memories purged from the trash. With ``path``
+    (normal form), only the memories and tombstones at that path or below it.
     It is written piece by piece from a server-side cursor, so a mind of any size exports
     in constant memory. Embeddings are not exported: the worker recomputes them.
     """
@@ -67,10 +84,10 @@ def export_json(*, mind: Mind, reveal: bool) -> Iterator[str]:
             "mind": {"id": mind.id, "name": mind.name,
                      "unverified_in_recall": mind.unverified_in_recall,
                      "created_at": format_timestamp(mind.created_at)},
-            "credentials": "included" if reveal else "redacted"}
+            "credentials": "included" if reveal else "redacted", "path": path}
     yield _dumps(head)[:-1] + ',"memories":['
-    memories = (Memory.objects.for_mind(mind).without_vectors()
-                .order_by("created_at", "id")
+    memories = (Memory.objects.for_mind(mind).under(path).without_vectors()
+                .order_by("seq")
                 .prefetch_related(Prefetch("versions",
                                            queryset=MemoryVersion.objects.order_by("version"))))
     piece: list[str] = []
@@ -85,7 +102,8 @@ def export_json(*, mind: Mind, reveal: bool) -> Iterator[str]:
             yield "".join(piece)
             piece = []
     yield "".join(piece) + '],"tombstones":['
-    tombstones = MemoryTombstone.objects.filter(mind=mind).order_by("deleted_at", "id")
+    tombstones = MemoryTombstone.objects.filter(under(path), mind=mind).order_by("deleted_at",
+                                                                                 "id")
     yield ",".join(_dumps(tombstone_payload(tombstone))
                    for tombstone in tombstones.iterator(chunk_size=CHUNK_SIZE))
     yield "]}\n"
@@ -106,14 +124,15 @@ def csv_cell(value):
     return value
 
 
-def export_csv(*, mind: Mind, reveal: bool) -> Iterator[str]:
-    """Current memories (not in the trash, not superseded), one row each, handed out in
+def export_csv(*, mind: Mind, reveal: bool, path: str = "") -> Iterator[str]:
+    """Current memories (not in the trash, not superseded; with ``path``, those at that
+    path or below it), one row each, handed out in
     pieces of CHUNK_SIZE rows (a piece per row would cost the server one send each).
     Stored text that a spreadsheet would run as a formula is neutralised (:func:`csv_cell`);
     the JSON export carries it unchanged."""
     writer = csv.writer(_Line())
     piece = [writer.writerow(CSV_COLUMNS)]
-    memories = (Memory.objects.for_mind(mind).current().without_vectors()
+    memories = (Memory.objects.for_mind(mind).current().under(path).without_vectors()
                 .order_by("category", "key"))
     for memory in memories.iterator(chunk_size=CHUNK_SIZE):
         piece.append(writer.writerow(map(csv_cell, [
@@ -121,7 +140,8 @@ def export_csv(*, mind: Mind, reveal: bool) -> Iterator[str]:
             ", ".join(memory.tags), memory.priority, memory.source,
             "true" if memory.verified else "false", memory.confidence,
             format_timestamp(memory.expires_at) or "", memory.version,
-            format_timestamp(memory.created_at), format_timestamp(memory.updated_at)])))
+            format_timestamp(memory.created_at), format_timestamp(memory.updated_at),
+            memory.memory_type, memory.path, format_timestamp(memory.occurred_at) or ""])))
         if len(piece) >= CHUNK_SIZE:
             yield "".join(piece)
             piece = []
@@ -139,6 +159,23 @@ class BackupInvalid(ValueError):
         self.message = message
 
 
+def restored_place(item: dict) -> dict:
+    """The place of a read memory or version (:func:`read_backup`) as a restore writes it:
+    what an export older than these fields lacks gets what migration 0008 gave the
+    memories of that time — its category's type, the root, no ``occurred_at``."""
+    return {"memory_type": item["memory_type"] or default_memory_type(item["category"]),
+            "path": item["path"] or "", "occurred_at": item["occurred_at"]}
+
+
+def given_place(item: dict) -> dict:
+    """The place fields a read memory gives, for a merge: one it lacks keeps what is here
+    (memories.sync.settled_place), as from a peer older than these fields."""
+    given = {"path": item["path"]} if item["path"] is not None else {}
+    if item["memory_type"] is not None:
+        given.update(memory_type=item["memory_type"], occurred_at=item["occurred_at"])
+    return given
+
+
 def backup_change(kind: str, item: dict) -> Change:
     """The current state of one memory (``kind`` "memory") or tombstone of a read export
     (:func:`read_backup`), as a sync change."""
@@ -150,7 +187,8 @@ def backup_change(kind: str, item: dict) -> Change:
     return Change(
         id=item["id"], category=item["category"], key=item["key"],
         updated_at=item["updated_at"], deleted=deleted, deleted_at=item["deleted_at"],
-        fields={} if deleted else {name: item[name] for name in SYNCED_FIELDS},
+        fields={} if deleted else {**{name: item[name] for name in SYNCED_FIELDS},
+                                   **given_place(item)},
         source=item["source"], verified=item["verified"],
         verified_at=item["verified_at"], created_at=item["created_at"],
         redacted=item["content_redacted"] and not deleted)
@@ -253,7 +291,36 @@ class _Reader:
                 "tags": self.tags(), "priority": self.choice("priority", Priority.values),
                 "source": self.choice("source", Source.values),
                 "confidence": self.number("confidence"),
-                "expires_at": self.timestamp("expires_at")}
+                "expires_at": self.timestamp("expires_at"), **self.place()}
+
+    def memory_path(self) -> str | None:
+        """``path`` in its normal form (memories.paths, as the API takes it); None if absent."""
+        value = self.get("path", None)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            self.fail("path", "Expected a string.")
+        try:
+            return normalize_path(value)
+        except InvalidPath as error:
+            self.fail("path", str(error))
+
+    def place(self) -> dict:
+        """``memory_type``, ``path`` (taken in its normal form, as the API takes it) and
+        ``occurred_at`` (only, and always, on an episodic memory), each None where the
+        export has none (one older than these fields): :func:`restored_place` and
+        :func:`given_place` say what that means."""
+        memory_type = self.get("memory_type", None)
+        if memory_type is not None:
+            memory_type = self.choice("memory_type", MemoryType.values)
+        path = self.memory_path()
+        occurred_at = self.timestamp("occurred_at")
+        if memory_type == MemoryType.EPISODIC and occurred_at is None:
+            self.fail("occurred_at", "An episodic memory has occurred_at.")
+        if memory_type != MemoryType.EPISODIC and occurred_at is not None:
+            self.fail("occurred_at", "Only episodic memories have occurred_at (with "
+                                     "memory_type episodic).")
+        return {"memory_type": memory_type, "path": path, "occurred_at": occurred_at}
 
 
     def claims(self) -> dict:
@@ -336,5 +403,6 @@ def _tombstones(tombstones_data: Iterator) -> Iterator[dict]:
         yield {"id": reader.memory_id(),
                "category": reader.choice("category", Category.values),
                "key": reader.line("key", max_length=200),
+               "path": reader.memory_path() or "",
                "deleted_at": reader.timestamp("deleted_at", required=True),
                "updated_at": reader.timestamp("updated_at", required=True)}

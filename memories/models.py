@@ -356,6 +356,8 @@ class MemoryTombstone(models.Model):
     mind = models.ForeignKey(Mind, on_delete=models.CASCADE, related_name="tombstones")
     category = models.CharField(max_length=20, choices=Category.choices)
     key = models.CharField(max_length=200)
+    # Where the memory lived, so a diff of one path still tells its clients it is gone.
+    path = models.CharField(max_length=MAX_PATH_LENGTH, blank=True, default="")
     deleted_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     purged_at = models.DateTimeField(default=timezone.now)

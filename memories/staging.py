@@ -12,7 +12,7 @@ from synapse.timestamps import format_timestamp, parse_timestamp
 BATCH_SIZE = 1000
 # The fields of staged items that hold timestamps (items are dicts of JSON values else).
 TIMESTAMPS = frozenset({"created_at", "updated_at", "deleted_at", "verified_at",
-                        "expires_at", "superseded_at"})
+                        "expires_at", "superseded_at", "occurred_at"})
 
 
 def _default(value):

@@ -5,19 +5,29 @@ The guarantees, with their tests: docs/lifecycle.md, "Diff and sync between inst
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 
-from memories.models import Category, Memory, MemoryTombstone, MemoryVersion
+from memories.models import (
+    Category,
+    Memory,
+    MemoryTombstone,
+    MemoryType,
+    MemoryVersion,
+    default_memory_type,
+)
 from memories.recall import REDACTED
 from minds.models import Mind
 from synapse.timestamps import format_timestamp, parse_timestamp
 
 # What travels between instances and decides whether two copies hold the same memory.
 SYNCED_FIELDS = ("content", "tags", "priority", "confidence", "expires_at", "superseded_at")
+# Where a memory lives and how it behaves. A peer older than these fields sends none of them,
+# and a change that leaves one out keeps what is here (:func:`settled_place`).
+PLACE_FIELDS = ("memory_type", "path", "occurred_at")
 _CURSOR = re.compile(r"^tx(\d{1,19})(?::(mem_[A-Za-z0-9]{1,36}))?$")
 
 
@@ -94,6 +104,8 @@ def memory_payload(memory: Memory, *, reveal: bool) -> dict:
         "source": memory.source, "verified": memory.verified,
         "verified_at": format_timestamp(memory.verified_at),
         "confidence": memory.confidence, "expires_at": format_timestamp(memory.expires_at),
+        "memory_type": memory.memory_type, "path": memory.path,
+        "occurred_at": format_timestamp(memory.occurred_at),
         "version": memory.version, "created_at": format_timestamp(memory.created_at),
         "updated_at": format_timestamp(memory.updated_at),
         "deleted_at": format_timestamp(memory.deleted_at),
@@ -107,7 +119,7 @@ def memory_payload(memory: Memory, *, reveal: bool) -> dict:
 
 def tombstone_payload(record: Memory | MemoryTombstone) -> dict:
     return {"id": record.id, "category": record.category, "key": record.key,
-            "deleted_at": format_timestamp(record.deleted_at),
+            "path": record.path, "deleted_at": format_timestamp(record.deleted_at),
             "updated_at": format_timestamp(record.updated_at)}
 
 
@@ -130,19 +142,41 @@ def _after(position_txid: int, after_id: str | None) -> Q:
     return Q(change_txid__gt=position_txid) | Q(change_txid=position_txid, id__gt=after_id)
 
 
-def diff(*, mind: Mind, since: Since, limit: int, reveal: bool = False) -> Diff:
+def under(path: str) -> Q:
+    """At ``path`` or below it, as a condition (MemoryQuerySet.under's, for any model with
+    a ``path``: memories, versions, tombstones); the root (``""``) is everything."""
+    if not path:
+        return Q()
+    return Q(path=path) | Q(path__startswith=f"{path}/")
+
+
+def _in_place(path: str, since: Since) -> Q:
+    """The memories a diff filtered by ``path`` sends: those under it and, after the very
+    beginning, those that were (a version under it) — a memory moved out of the path comes
+    once more, with its new path, so a client that keeps one path knows to drop it."""
+    if since == Since():
+        return under(path)
+    was_there = Exists(MemoryVersion.objects.filter(under(path), memory=OuterRef("pk")))
+    return under(path) | Q(was_there)
+
+
+def diff(*, mind: Mind, since: Since, limit: int, reveal: bool = False,
+         path: str = "") -> Diff:
     """Changes of ``mind`` since a cursor: added, updated, deleted (tombstones), a cursor.
 
     Pages hold at most ``limit`` memories of finished transactions, in stamp order; the
     memories of transactions still running when the diff began are all sent on the last
     page (they are few), whose cursor is the snapshot floor. ``has_more`` says to call
-    again with the returned cursor at once.
+    again with the returned cursor at once. With ``path`` (normal form), only that part of
+    the mind: see :func:`_in_place`; tombstones of purged memories by the path they had.
     """
     floor = snapshot_floor()
     memories = (Memory.objects.for_mind(mind).without_vectors()
                 .filter(_after(since.txid, since.after_id)))
     if since.timestamp is not None:
         memories = memories.filter(updated_at__gte=since.timestamp)
+    if path:
+        memories = memories.filter(_in_place(path, since))
     settled = list(memories.filter(change_txid__lt=floor)
                    .order_by("change_txid", "id")[:limit + 1])
     result = Diff()
@@ -163,7 +197,8 @@ def diff(*, mind: Mind, since: Since, limit: int, reveal: bool = False) -> Diff:
         else:
             result.updated.append(memory_payload(memory, reveal=reveal))
     # Purged memories are rare: their tombstones come with every page from its position.
-    purged = MemoryTombstone.objects.filter(mind=mind, change_txid__gte=since.txid)
+    purged = MemoryTombstone.objects.filter(under(path), mind=mind,
+                                            change_txid__gte=since.txid)
     if since.timestamp is not None:
         purged = purged.filter(updated_at__gte=since.timestamp)
     result.deleted += [tombstone_payload(tombstone) for tombstone in purged.order_by("id")]
@@ -182,7 +217,8 @@ class Change:
     id: str | None = None
     deleted: bool = False
     deleted_at: datetime | None = None
-    fields: dict = field(default_factory=dict)  # SYNCED_FIELDS, content in plaintext
+    # SYNCED_FIELDS, content in plaintext, and the PLACE_FIELDS the sender gave
+    fields: dict = field(default_factory=dict)
     source: str | None = None
     verified: bool = False
     verified_at: datetime | None = None
@@ -195,16 +231,50 @@ class Change:
 
 
 def fingerprint(category: str, key: str, fields: dict) -> str:
-    """A stable hash of what a memory says: the tie-break between equal timestamps."""
+    """A stable hash of what a memory says: the tie-break between equal timestamps.
+
+    ``fields`` holds the place fields settled (:func:`settled_place`). A memory at the root
+    with its category's type hashes as it did before memories had a place, so instances
+    older than these fields break ties the same way on every memory that does not use them.
+    """
     canonical = [category, key] + [
         format_timestamp(fields.get(name)) if name in ("expires_at", "superseded_at")
         else fields.get(name) for name in SYNCED_FIELDS]
+    place = [fields.get("memory_type", default_memory_type(category)), fields.get("path", ""),
+             format_timestamp(fields.get("occurred_at"))]
+    if place != [default_memory_type(category), "", None]:
+        canonical.append(place)
     return hashlib.sha256(json.dumps(canonical, ensure_ascii=False).encode()).hexdigest()
+
+
+def settled_place(change: Change, local: Memory | None) -> Change:
+    """``change`` with the place fields it leaves out taken from ``local``, the memory it
+    applies to here (None: it is new here, and gets its category's type, the root and no
+    ``occurred_at``, as a store without them would).
+
+    A peer older than these fields sends none of them: its update keeps where the memory
+    lives and what type it is. ``occurred_at`` goes with ``memory_type`` (the sync body is
+    checked so: memories.api.serializers.transfer), so a change that gives a type gives
+    the moment with it and one that keeps the type keeps the moment."""
+    if change.deleted:
+        return change
+    fields = dict(change.fields)
+    if "memory_type" in fields:
+        if fields["memory_type"] != MemoryType.EPISODIC:
+            fields["occurred_at"] = None
+    elif local is not None:
+        fields["memory_type"], fields["occurred_at"] = local.memory_type, local.occurred_at
+    else:
+        fields["memory_type"] = default_memory_type(change.category)
+        fields["occurred_at"] = None
+    if "path" not in fields:
+        fields["path"] = local.path if local is not None else ""
+    return replace(change, fields=fields)
 
 
 def memory_fingerprint(memory: Memory) -> str:
     """The fingerprint of a stored memory (credentials compared in plaintext)."""
-    fields = {name: getattr(memory, name) for name in SYNCED_FIELDS}
+    fields = {name: getattr(memory, name) for name in (*SYNCED_FIELDS, *PLACE_FIELDS)}
     fields["content"] = output_content(memory, reveal=True)
     return fingerprint(memory.category, memory.key, fields)
 

@@ -47,13 +47,14 @@ def memory_purge_trash(*, older_than: datetime, actor=None, batch_size: int = 10
         with transaction.atomic():
             batch = list(Memory.objects.in_trash().filter(deleted_at__lt=older_than)
                          .select_for_update(skip_locked=True)
-                         .only("id", "mind_id", "category", "key", "deleted_at", "updated_at")
+                         .only("id", "mind_id", "category", "key", "path", "deleted_at",
+                               "updated_at")
                          .order_by("deleted_at", "id")[:batch_size])
             if not batch:
                 return purged
             MemoryTombstone.objects.bulk_create([
                 MemoryTombstone(id=memory.id, mind_id=memory.mind_id, category=memory.category,
-                                key=memory.key, deleted_at=memory.deleted_at,
+                                key=memory.key, path=memory.path, deleted_at=memory.deleted_at,
                                 updated_at=memory.updated_at) for memory in batch])
             freed = _stored_versions([memory.id for memory in batch])
             Memory.objects.filter(pk__in=[memory.id for memory in batch]).delete()

@@ -9,7 +9,7 @@ from django.db.models import Q
 from memories import sync
 from memories.audit import record_event
 from memories.crypto import seal_content
-from memories.export import backup_change
+from memories.export import backup_change, restored_place
 from memories.models import (
     Category,
     Memory,
@@ -107,6 +107,7 @@ def _apply_change(*, mind: Mind, actor, change: sync.Change, result: SyncResult)
     if alive is None:
         alive = locked_current(mind, change.category, change.key)
     if alive is not None:
+        change = sync.settled_place(change, alive)
         local = sync.rank(updated_at=alive.updated_at, deleted=False,
                           fingerprint=sync.memory_fingerprint(alive))
         if not sync.incoming_wins(change, local):
@@ -142,6 +143,7 @@ def _apply_change(*, mind: Mind, actor, change: sync.Change, result: SyncResult)
         return
     trashed = (Memory.objects.select_for_update().for_mind(mind).in_trash()
                .filter(pk=change.id).first()) if change.id else None
+    change = sync.settled_place(change, trashed)
     memory = _write_synced(mind=mind, actor=actor, change=change, target=trashed)
     result.added += 1
     result.memory_ids.append(memory.id)
@@ -175,8 +177,9 @@ def _id_is_free(memory_id: str) -> bool:
 
 
 def _write_synced(*, mind: Mind, actor, change: sync.Change, target: Memory | None) -> Memory:
-    """Write an incoming live state into ``target`` (None: a new memory), keeping the
-    incoming timestamps; a new version snapshot records it."""
+    """Write an incoming live state (its place settled: sync.settled_place) into
+    ``target`` (None: a new memory), keeping the incoming timestamps; a new version
+    snapshot records it."""
     if target is None:
         memory_id = change.id if change.id and _id_is_free(change.id) else new_memory_id()
         target = Memory(id=memory_id, mind=mind, version=0,
@@ -186,7 +189,7 @@ def _write_synced(*, mind: Mind, actor, change: sync.Change, target: Memory | No
         insert = False
     memory = target
     memory.category, memory.key = change.category, change.key
-    for name in sync.SYNCED_FIELDS:
+    for name in (*sync.SYNCED_FIELDS, *sync.PLACE_FIELDS):
         setattr(memory, name, change.fields[name])
     memory.content = seal_content(memory.category, change.fields["content"])
     provenance = _synced_provenance(actor, change)
@@ -215,7 +218,8 @@ def mind_import(*, mind: Mind, actor, backup: "Iterable[tuple[str, dict]]") -> d
 
     Into an empty mind (no memories, not even in the trash) it is restored exactly:
     every version, tombstone, timestamp and provenance, ids kept where no other memory
-    holds them. Into a non-empty mind the current states are merged with the sync rules.
+    holds them, memories written in the export's order (so ``seq``, the timeline's
+    tie-break, keeps their order). Into a non-empty mind the current states are merged with the sync rules.
     Agents import unverified memories. The whole export is read and staged
     (memories.staging) before anything is written, then applied in batches: memory
     holds a batch, never the export. One transaction, one ``import`` audit event.
@@ -314,7 +318,7 @@ def _restore_backup(*, mind: Mind, actor, stage: Stage) -> dict:
                 confidence=item["confidence"], expires_at=item["expires_at"],
                 version=item["version"], created_at=item["created_at"],
                 updated_at=item["updated_at"], deleted_at=item["deleted_at"],
-                superseded_at=item["superseded_at"],
+                superseded_at=item["superseded_at"], **restored_place(item),
                 embedding_pending=item["category"] != Category.CREDENTIALS))
             versions += [MemoryVersion(
                 memory_id=new_id[item["id"]], version=snapshot["version"],
@@ -323,7 +327,7 @@ def _restore_backup(*, mind: Mind, actor, stage: Stage) -> dict:
                 tags=snapshot["tags"], priority=snapshot["priority"],
                 source=agent_source(snapshot["source"]) if agent else snapshot["source"],
                 confidence=snapshot["confidence"], expires_at=snapshot["expires_at"],
-                created_at=snapshot["created_at"], **writer,
+                **restored_place(snapshot), created_at=snapshot["created_at"], **writer,
                 # What the backup says about the version is kept as a claim, shown as such.
                 claimed_source=snapshot["claimed_source"] or snapshot["source"],
                 claimed_actor=snapshot["claimed_actor"] or snapshot["actor"])
@@ -342,7 +346,7 @@ def _restore_backup(*, mind: Mind, actor, stage: Stage) -> dict:
         reassigned += sum(1 for old, new in new_id.items() if old != new)
         MemoryTombstone.objects.bulk_create([
             MemoryTombstone(id=new_id[item["id"]], mind=mind, category=item["category"],
-                            key=item["key"], deleted_at=item["deleted_at"],
+                            key=item["key"], path=item["path"], deleted_at=item["deleted_at"],
                             updated_at=item["updated_at"]) for _kind, item in batch])
         tombstones += len(batch)
     return {"memories": restored, "versions": versions_restored, "tombstones": tombstones,

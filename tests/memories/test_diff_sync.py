@@ -56,7 +56,7 @@ def test_diff_sorts_changes_into_added_updated_and_tombstones(agent, remember):
     assert [m["id"] for m in body["added"]] == [new.id]
     assert [(m["id"], m["content"], m["version"]) for m in body["updated"]] == [
         (edited.id, "After", 2)]
-    assert body["deleted"] == [{"id": gone.id, "category": "fact", "key": "gone",
+    assert body["deleted"] == [{"id": gone.id, "category": "fact", "key": "gone", "path": "",
                                 "deleted_at": body["deleted"][0]["deleted_at"],
                                 "updated_at": body["deleted"][0]["updated_at"]}]
     assert kept.id not in str(body)

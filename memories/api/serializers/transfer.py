@@ -9,10 +9,11 @@ from rest_framework import exceptions, serializers
 from memories.api.serializers.memory import (
     MAX_CONTENT,
     MAX_KEY_LENGTH,
+    PathField,
     TagsField,
     validate_key,
 )
-from memories.models import Category, Priority, Source
+from memories.models import Category, MemoryType, Priority, Source
 from memories.naming import normalize_tags
 from memories.sync import Change, parse_since
 from synapse.api import StrictSerializer, TimestampField
@@ -48,6 +49,10 @@ class DiffQuery(serializers.Serializer):
     limit = serializers.IntegerField(min_value=1, max_value=5000, default=1000)
     include_credentials = serializers.BooleanField(
         default=False, help_text="Credentials content in plaintext (humans only).")
+    path = PathField(required=False,
+                     help_text="Only this path and everything below it (and memories that "
+                               "left it since the cursor, with their new path). Keep it the "
+                               "same for every call with the cursors it returns.")
 
 
 DIFF = inline_serializer("Diff", {
@@ -73,6 +78,14 @@ class SyncMemorySerializer(StrictSerializer):
     verified_at = TimestampField(allow_null=True, default=None)
     confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
     expires_at = TimestampField(allow_null=True, default=None)
+    memory_type = serializers.ChoiceField(
+        choices=MemoryType.choices, required=False,
+        help_text="Absent: kept on update (a peer older than types); a new memory gets its "
+                  "category's type.")
+    path = PathField(required=False, help_text="Absent: kept on update; a new memory lives "
+                                               "at the root.")
+    occurred_at = TimestampField(allow_null=True, required=False,
+                                 help_text="Required with memory_type episodic; only with it.")
     version = serializers.IntegerField(min_value=1, required=False,
                                        help_text="Ignored: versions are local.")
     created_at = TimestampField(required=False)
@@ -94,11 +107,16 @@ class SyncMemorySerializer(StrictSerializer):
         confidence = data.get("confidence")
         if confidence is None:
             confidence = 1.0 if source == Source.USER else 0.7
+        # The place fields only as given: one left out keeps what is here (sync.settled_place).
+        place = {name: data[name] for name in ("memory_type", "path") if name in data}
+        if "memory_type" in data:
+            place["occurred_at"] = data.get("occurred_at")
         return Change(
             id=data.get("id"), category=data["category"], key=data["key"], updated_at=when,
             fields={"content": data["content"], "tags": normalize_tags(data["tags"]),
                     "priority": data["priority"], "confidence": confidence,
-                    "expires_at": data["expires_at"], "superseded_at": data["superseded_at"]},
+                    "expires_at": data["expires_at"], "superseded_at": data["superseded_at"],
+                    **place},
             source=source, verified=data["verified"], verified_at=data["verified_at"],
             created_at=data.get("created_at"), redacted=data["content_redacted"])
 
@@ -167,7 +185,23 @@ def _sync_change(name: str, position: int, raw) -> Change:
     if name != "deleted" and item["deleted_at"] is None and "content" not in item:
         raise exceptions.ValidationError(
             {f"{name}[{position}].content": ["This field is required."]})
+    if name != "deleted" and item["deleted_at"] is None:
+        problem = _type_rule_broken(item)
+        if problem:
+            raise exceptions.ValidationError({f"{name}[{position}].occurred_at": [problem]})
     return serializer.to_change(item, deleted=name == "deleted")
+
+
+def _type_rule_broken(item: dict) -> str | None:
+    """What is wrong with the type and moment of a live memory state, if anything: an
+    episodic memory carries its ``occurred_at`` (a sync never makes one up: two instances
+    would make up different ones), and no other memory has one."""
+    episodic = item.get("memory_type") == MemoryType.EPISODIC
+    if episodic and item.get("occurred_at") is None:
+        return "An episodic memory carries its occurred_at."
+    if not episodic and item.get("occurred_at") is not None:
+        return "Only episodic memories have occurred_at: send memory_type=episodic with it."
+    return None
 
 
 SYNC_RESULT = inline_serializer("SyncResult", {
@@ -180,6 +214,8 @@ class ExportQuery(serializers.Serializer):
     format = serializers.ChoiceField(choices=["json", "csv"], default="json")
     include_credentials = serializers.BooleanField(
         default=False, help_text="Credentials content in plaintext (humans only).")
+    path = PathField(required=False,
+                     help_text="Only the memories (and tombstones) at this path and below it.")
 
 
 IMPORT_RESULT = inline_serializer("ImportResult", {

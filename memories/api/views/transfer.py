@@ -42,7 +42,8 @@ class TransferActions:
             permission_classes=[MindAccess, PlaintextForHumans])
     def diff(self, request):
         result = diff_since(mind=self.mind, since=self.query.get("since") or Since(),
-                            limit=self.query["limit"], reveal=self.query["include_credentials"])
+                            limit=self.query["limit"], reveal=self.query["include_credentials"],
+                            path=self.query.get("path", ""))
         return Response(result.as_dict())
 
     @extend_schema(
@@ -69,14 +70,14 @@ class TransferActions:
             permission_classes=[MindAccess, PlaintextForHumans], throttle_scope="export")
     def mind_export(self, request):
         mind = self.mind
-        reveal = self.query["include_credentials"]
+        reveal, path = self.query["include_credentials"], self.query.get("path", "")
         stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
         if self.query["format"] == "csv":
-            response = StreamingHttpResponse(export_csv(mind=mind, reveal=reveal),
+            response = StreamingHttpResponse(export_csv(mind=mind, reveal=reveal, path=path),
                                              content_type="text/csv; charset=utf-8")
             extension = "csv"
         else:
-            response = StreamingHttpResponse(export_json(mind=mind, reveal=reveal),
+            response = StreamingHttpResponse(export_json(mind=mind, reveal=reveal, path=path),
                                              content_type="application/json")
             extension = "json"
         response["Content-Disposition"] = (
