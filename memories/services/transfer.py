@@ -219,8 +219,8 @@ def mind_import(*, mind: Mind, actor, backup: "Iterable[tuple[str, dict]]") -> d
     Into an empty mind (no memories, not even in the trash) it is restored exactly:
     every version, tombstone, timestamp and provenance, ids kept where no other memory
     holds them, memories written in the export's order (so ``seq``, the timeline's
-    tie-break, keeps their order). Into a non-empty mind the current states are merged with the sync rules.
-    Agents import unverified memories. The whole export is read and staged
+    tie-break, keeps their order). Into a non-empty mind the current states are merged
+    with the sync rules. Agents import unverified memories. The whole export is read and staged
     (memories.staging) before anything is written, then applied in batches: memory
     holds a batch, never the export. One transaction, one ``import`` audit event.
     Raises ImportRejected."""
