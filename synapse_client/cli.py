@@ -1,5 +1,6 @@
-"""``synapse``: the command line (recall, remember, search, get, forget, restore, export,
-import, stats) over the REST API, configured by ``SYNAPSE_URL`` and ``SYNAPSE_MIND_KEY``."""
+"""``synapse``: the command line (recall, remember, search, timeline, get, forget, restore,
+export, import, stats) over the REST API, configured by ``SYNAPSE_URL`` and
+``SYNAPSE_MIND_KEY``."""
 
 import argparse
 import asyncio
@@ -11,7 +12,14 @@ import tempfile
 from pathlib import Path
 
 from synapse_client.rest import DEFAULT_URL, AuthError, SynapseClient, SynapseError
-from synapse_client.text import format_memory, format_recall, format_stats, inline
+from synapse_client.text import (
+    format_memory,
+    format_neighbours,
+    format_recall,
+    format_stats,
+    format_timeline,
+    inline,
+)
 
 # Exit codes (EPILOG tells the user): 0 success; 1 the API refused the request, could not
 # be reached, or the client is not configured; 2 bad command-line usage; 3 the Mind Key is
@@ -20,6 +28,8 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_AUTH, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 CATEGORIES = ["identity", "preference", "fact", "project", "skill", "mistake", "context",
               "note", "credentials"]
 PRIORITIES = ["low", "normal", "high", "critical"]
+MEMORY_TYPES = ["semantic", "episodic", "procedural", "working", "identity"]
+PATH_HELP = "lower-case segments joined by '/', e.g. projects/memory-os/decisions"
 
 EPILOG = """\
 environment:
@@ -99,7 +109,7 @@ def _size(count: int) -> str:
 
 async def cmd_recall(client: SynapseClient, args) -> None:
     result = await client.recall(query=args.query, budget=args.budget, category=args.category,
-                                 tag=args.tag)
+                                 tag=args.tag, path=args.path, memory_type=args.type)
     if args.json:
         _emit_json({"mind": result.mind, "tokens": result.tokens, "omitted": result.omitted,
                     "memories": result.memories})
@@ -111,7 +121,9 @@ async def cmd_remember(client: SynapseClient, args) -> None:
     content = sys.stdin.read() if args.content == "-" else args.content
     result = await client.remember(category=args.category, content=content, key=args.key,
                                    tags=args.tag, priority=args.priority,
-                                   confidence=args.confidence, expires_at=args.expires_at)
+                                   confidence=args.confidence, expires_at=args.expires_at,
+                                   memory_type=args.type, path=args.path,
+                                   occurred_at=args.occurred_at)
     if args.json:
         _emit_json(result)
     else:
@@ -120,7 +132,8 @@ async def cmd_remember(client: SynapseClient, args) -> None:
 
 async def cmd_search(client: SynapseClient, args) -> None:
     body = await client.search(query=args.query, mode=args.mode, limit=args.limit,
-                               category=args.category, tag=args.tag)
+                               category=args.category, tag=args.tag, path=args.path,
+                               memory_type=args.type)
     if args.json:
         _emit_json(body)
         return
@@ -137,6 +150,20 @@ async def cmd_search(client: SynapseClient, args) -> None:
                      result.get("snippet") or result.get("highlight") or memory.get("content",
                                                                                     "")])
     print(table(rows, ["ID", "CATEGORY/KEY", "SCORE", "TEXT"]))
+
+
+async def cmd_timeline(client: SynapseClient, args) -> None:
+    if args.around:
+        body = await client.neighbours(args.around, n=args.limit)
+        text = format_neighbours(body)
+    else:
+        body = await client.timeline(path=args.path, after=args.after, before=args.before,
+                                     limit=args.limit)
+        text = format_timeline(body, after=args.after, before=args.before)
+    if args.json:
+        _emit_json(body)
+    else:
+        print(text)
 
 
 async def cmd_get(client: SynapseClient, args) -> None:
@@ -242,6 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--budget", type=int, help="at most this many tokens")
     recall.add_argument("--category", choices=CATEGORIES)
     recall.add_argument("--tag")
+    recall.add_argument("--path", help="only this path and everything below it")
+    recall.add_argument("--type", choices=MEMORY_TYPES, help="only memories of this type")
 
     remember = command("remember", cmd_remember, "store a memory (or update the one with the "
                        "same category and key)")
@@ -252,6 +281,12 @@ def build_parser() -> argparse.ArgumentParser:
     remember.add_argument("--priority", choices=PRIORITIES)
     remember.add_argument("--confidence", type=float)
     remember.add_argument("--expires-at", help="RFC 3339 timestamp or Unix epoch seconds")
+    remember.add_argument("--path", help=f"where it belongs: {PATH_HELP} (default the root)")
+    remember.add_argument("--type", choices=MEMORY_TYPES,
+                          help="how it behaves (default semantic, identity for the identity "
+                               "category); working expires after 24 h unless --expires-at")
+    remember.add_argument("--occurred-at", help="when an episodic memory happened: RFC 3339 "
+                                                "timestamp or Unix epoch seconds (default now)")
 
     search = command("search", cmd_search, "search memories")
     search.add_argument("query")
@@ -259,6 +294,18 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--limit", type=int, default=20)
     search.add_argument("--category", choices=CATEGORIES)
     search.add_argument("--tag")
+    search.add_argument("--path", help="only this path and everything below it")
+    search.add_argument("--type", choices=MEMORY_TYPES, help="only memories of this type")
+
+    timeline = command("timeline", cmd_timeline, "episodic memories of a path in the order "
+                       "they happened, oldest first")
+    timeline.add_argument("path", nargs="?", help=f"the path ({PATH_HELP}); default the root")
+    timeline.add_argument("--after", help="start just after this memory id or RFC 3339 time")
+    timeline.add_argument("--before", help="end just before this memory id or RFC 3339 time")
+    timeline.add_argument("--limit", type=int, help="at most this many episodes (default 20); "
+                          "with --around, this many on each side (default 2)")
+    timeline.add_argument("--around", metavar="ID", help="the episodes just before and after "
+                          "this one (mem_…) on its own timeline")
 
     for name, handler, help_text in (
             ("get", cmd_get, "show one memory in full"),
@@ -293,7 +340,11 @@ async def run(args) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "around", None) and (args.path is not None or args.after or args.before):
+        parser.error("timeline --around reads the episode's own timeline: leave out PATH, "
+                     "--after and --before")
     args.json = getattr(args, "json", False)
     args.url = getattr(args, "url", None)
     try:

@@ -149,25 +149,32 @@ class SynapseClient:
     # -- Core ---------------------------------------------------------------------------
 
     async def recall(self, *, query: str | None = None, budget: int | None = None,
-                     category: str | None = None, tag: str | None = None) -> Recall:
+                     category: str | None = None, tag: str | None = None,
+                     path: str | None = None, memory_type: str | None = None) -> Recall:
         body = await self._json("GET", "/memory/recall", params=_params(
-            q=query, budget=budget, category=category, tag=tag, format="json"))
+            q=query, budget=budget, category=category, tag=tag, path=path,
+            memory_type=memory_type, format="json"))
         return Recall(mind=body.get("mind", {}), memories=body.get("memories", []),
                       tokens=body.get("tokens", 0), omitted=body.get("omitted", 0))
 
     async def recall_text(self, *, query: str | None = None, budget: int | None = None,
-                          category: str | None = None, tag: str | None = None) -> str:
+                          category: str | None = None, tag: str | None = None,
+                          path: str | None = None, memory_type: str | None = None) -> str:
         response = await self._send("GET", "/memory/recall", headers={"Accept": "text/plain"},
                                     params=_params(q=query, budget=budget, category=category,
-                                                   tag=tag))
+                                                   tag=tag, path=path,
+                                                   memory_type=memory_type))
         return response.text
 
     async def remember(self, *, category: str, content: str, key: str | None = None,
                        tags: list[str] | None = None, priority: str | None = None,
                        confidence: float | None = None, expires_at: str | int | None = None,
+                       memory_type: str | None = None, path: str | None = None,
+                       occurred_at: str | int | None = None,
                        idempotency_key: str | None = None) -> dict:
         body = _params(category=category, key=key, content=content, tags=tags,
-                       priority=priority, confidence=confidence, expires_at=expires_at)
+                       priority=priority, confidence=confidence, expires_at=expires_at,
+                       memory_type=memory_type, path=path, occurred_at=occurred_at)
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         return await self._json("POST", "/memory", json=body, headers=headers)
 
@@ -189,9 +196,24 @@ class SynapseClient:
     # -- Search, verification, lifecycle --------------------------------------------------
 
     async def search(self, *, query: str, mode: str = "keyword", limit: int | None = None,
-                     category: str | None = None, tag: str | None = None) -> dict:
+                     category: str | None = None, tag: str | None = None,
+                     path: str | None = None, memory_type: str | None = None) -> dict:
         return await self._json("GET", "/memory/search", params=_params(
-            q=query, mode=mode, limit=limit, category=category, tag=tag))
+            q=query, mode=mode, limit=limit, category=category, tag=tag, path=path,
+            memory_type=memory_type))
+
+    async def timeline(self, *, path: str | None = None, after: str | None = None,
+                       before: str | None = None, limit: int | None = None) -> dict:
+        """``GET /memory/timeline``: one page of the episodes at exactly ``path``, in the
+        order they happened. ``after``/``before`` take a memory id or an RFC 3339 time."""
+        return await self._json("GET", "/memory/timeline", params=_params(
+            path=path, after=after, before=before, limit=limit))
+
+    async def neighbours(self, memory_id: str, *, n: int | None = None) -> dict:
+        """``GET /memory/{id}/neighbours``: the episodes just before and after one episode
+        on its path's timeline."""
+        return await self._json("GET", f"/memory/{_memory_path(memory_id)}/neighbours",
+                                params=_params(n=n))
 
     async def restore(self, memory_id: str) -> dict:
         return await self._json("POST", f"/memory/{_memory_path(memory_id)}/restore")

@@ -30,12 +30,32 @@ def _indented(text) -> list[str]:
             for line in str(text or "").splitlines() or [""]]
 
 
-def format_memory(memory: dict, *, detail: bool = False, extra: str = "") -> str:
+def place(memory: dict, *, on_timeline: bool = False) -> str:
+    """Where a memory stands, for its header line, leaving out what is the default: its
+    type unless the category's default (identity for identity, else semantic), when it
+    happened (episodes), its path unless the root. On a timeline, whose header names the
+    path, only the moment. E.g. `` type=episodic occurred_at=2026-05-01T10:00:00Z
+    path=projects/memory-os``."""
+    parts = []
+    memory_type = memory.get("memory_type")
+    default_type = "identity" if memory.get("category") == "identity" else "semantic"
+    if memory_type and memory_type != default_type and not on_timeline:
+        parts.append(f"type={inline(memory_type)}")
+    if memory.get("occurred_at"):
+        parts.append(f"occurred_at={inline(memory['occurred_at'])}")
+    if memory.get("path") and not on_timeline:
+        parts.append(f"path={inline(memory['path'])}")
+    return "".join(f" {part}" for part in parts)
+
+
+def format_memory(memory: dict, *, detail: bool = False, extra: str = "",
+                  on_timeline: bool = False) -> str:
     """One memory as a block headed by its id."""
     status = "verified" if memory.get("verified") else "unverified"
     header = (f"[{inline(memory.get('id'))}] {inline(memory.get('category'))}/"
               f"{inline(memory.get('key'))} "
-              f"({inline(str(memory.get('priority', 'normal')).upper())}) [{status}]{extra}")
+              f"({inline(str(memory.get('priority', 'normal')).upper())}) [{status}]"
+              f"{place(memory, on_timeline=on_timeline)}{extra}")
     lines = [header, *_indented(memory.get("content", ""))]
     if memory.get("tags"):
         lines += _indented(f"Tags: {', '.join(map(str, memory['tags']))}")
@@ -107,6 +127,42 @@ def format_search(body: dict, query: str, mode: str) -> str:
     if body.get("ignored_terms"):
         head += f"; ignored: {', '.join(body['ignored_terms'])}"
     return head + ":\n\n" + "\n\n".join(blocks)
+
+
+def format_timeline(body: dict, *, after: str | None = None,
+                    before: str | None = None) -> str:
+    """A page of ``GET /memory/timeline``, oldest first, saying how to read on."""
+    results = body.get("results", [])
+    where = f"path {inline(body['path'])}" if body.get("path") else "the root path"
+    anchor = (f" after {inline(after)}" if after else "") + \
+        (f" before {inline(before)}" if before and not after else "")
+    if not results:
+        return f"No episodes{anchor} on the timeline of {where}."
+    head = f"Timeline of {where}{anchor}: {len(results)} episode(s), oldest first"
+    if body.get("has_more"):
+        # A page read backwards (before=) has more in the past; any other, in the future.
+        head += (f"; earlier ones: before={inline(results[0].get('id'))}"
+                 if before and not after else
+                 f"; later ones: after={inline(results[-1].get('id'))}")
+    blocks = [format_memory(memory, on_timeline=True) for memory in results]
+    return head + ":\n\n" + "\n\n".join(blocks)
+
+
+def format_neighbours(body: dict) -> str:
+    """``GET /memory/{id}/neighbours``: the episodes before and after one, oldest first,
+    with a line marking where the episode itself stands."""
+    memory_id = inline(body.get("memory"))
+    before, after = body.get("before", []), body.get("after", [])
+    if not before and not after:
+        return f"{memory_id} has no neighbouring episodes on its timeline."
+    path = next((memory.get("path") for memory in [*before, *after]), "")
+    where = f"path {inline(path)}" if path else "the root path"
+    head = (f"{len(before)} episode(s) before and {len(after)} after {memory_id} on the "
+            f"timeline of {where}, oldest first:")
+    blocks = [*(format_memory(memory, on_timeline=True) for memory in before),
+              f"(here: {memory_id})",
+              *(format_memory(memory, on_timeline=True) for memory in after)]
+    return head + "\n\n" + "\n\n".join(blocks)
 
 
 def format_stats(stats: dict) -> str:

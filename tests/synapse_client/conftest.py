@@ -17,6 +17,9 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 BIN = Path(sys.executable).parent
+# The commands under test import the package from where this test run does (a checkout
+# other than the installed one, say), not from the installation alone.
+PASSED_ON = {name: os.environ[name] for name in ("PYTHONPATH",) if name in os.environ}
 
 
 def free_port() -> int:
@@ -75,7 +78,7 @@ def synapse(synapse_server, alice_key):
 
     def _run(*args: str, key: str | None = alice_key[1], stdin: str | None = None,
              url: str = synapse_server) -> subprocess.CompletedProcess:
-        env = {"SYNAPSE_URL": url, "COLUMNS": "200"}
+        env = {"SYNAPSE_URL": url, "COLUMNS": "200", **PASSED_ON}
         if key is not None:
             env["SYNAPSE_MIND_KEY"] = key
         return subprocess.run([str(BIN / "synapse"), *args], env=env, input=stdin,
@@ -115,7 +118,7 @@ async def http_session(url: str, key: str | None):
 @asynccontextmanager
 async def stdio_session(url: str, key: str | None):
     """An initialized MCP ClientSession with the installed ``synapse-mcp`` over stdio."""
-    env = {"SYNAPSE_URL": url, "PATH": os.environ.get("PATH", "")}
+    env = {"SYNAPSE_URL": url, "PATH": os.environ.get("PATH", ""), **PASSED_ON}
     if key:
         env["SYNAPSE_MIND_KEY"] = key
     params = StdioServerParameters(command=str(BIN / "synapse-mcp"), env=env)
