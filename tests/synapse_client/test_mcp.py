@@ -14,8 +14,8 @@ from tests.synapse_client.conftest import http_session, stdio_session, text_of
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-TOOLS = {"recall", "remember", "search", "get_memory", "update_memory", "forget", "restore",
-         "list_unverified", "stats"}
+TOOLS = {"recall", "remember", "search", "timeline", "get_memory", "update_memory", "forget",
+         "restore", "list_unverified", "stats"}
 MEMORY_ID = re.compile(r"mem_[A-Za-z0-9]+")
 
 
@@ -37,6 +37,30 @@ def test_tools_are_listed_with_descriptions_and_schemas(connect, alice_key):
     assert tools["search"].input_schema["properties"]["mode"]["enum"] == [
         "keyword", "semantic", "hybrid"]
     assert tools["recall"].annotations.read_only_hint is True
+    assert {"path", "memory_type", "occurred_at"} <= set(remember["properties"])
+    assert remember["properties"]["memory_type"]["anyOf"][0]["enum"] == [
+        "semantic", "episodic", "procedural", "working", "identity"]
+    assert {"path", "budget"} <= set(tools["recall"].input_schema["properties"])
+    assert set(tools["timeline"].input_schema["properties"]) == {
+        "path", "after", "before", "limit", "around"}
+    assert tools["timeline"].annotations.read_only_hint is True
+
+
+def test_remember_says_what_priorities_really_do_under_a_budget(connect, alice_key):
+    async def scenario():
+        async with connect(alice_key[1]) as session:
+            return (await session.list_tools()).tools
+
+    remember = next(tool for tool in run(scenario) if tool.name == "remember")
+    priority = remember.input_schema["properties"]["priority"]["description"]
+    assert "critical, then high, normal (the default), low" in priority
+    assert "when low ones are, recall ends with one line giving their number and keys" in \
+        priority
+    memory_type = remember.input_schema["properties"]["memory_type"]["description"]
+    assert "expires after 24 h unless expires_at" in memory_type
+    assert "occurred_at" in memory_type
+    assert "projects/memory-os/decisions" in remember.input_schema["properties"]["path"][
+        "description"]
 
 
 def test_remembered_memory_appears_in_recall_with_its_id(connect, alice_key, alice_mind):
