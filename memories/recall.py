@@ -2,12 +2,13 @@
 
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import NamedTuple
 
 from django.db.models import Count, Q
 
-from memories.models import Category, Memory
+from memories.models import Category, Memory, Priority, default_memory_type
 from minds.models import Mind
 from synapse.text import indented, inline
 
@@ -30,6 +31,9 @@ class RecallItem(NamedTuple):
     tags: list[str]
     priority: str
     verified: bool
+    memory_type: str
+    path: str
+    occurred_at: datetime | None
 
 
 RECALL_FIELDS = RecallItem._fields
@@ -70,6 +74,10 @@ def format_block(position: int, memory: Memory | RecallItem) -> str:
           Michael Schäfer
           Tags: person, identity
 
+    The header line ends with where the memory lives when that is not the default
+    (:func:`format_place`): ``[002] context (NORMAL) [verified] episodic talks/one
+    @2026-05-01T12:00:00Z``.
+
     Every line of every stored field (key, content, tags) is indented by two spaces, whatever
     breaks it (LS, PS, NEL, CR as well as LF), and the fields of a header line (here and in
     :func:`format_header`) show any control character escaped, so no stored text can start a
@@ -78,8 +86,10 @@ def format_block(position: int, memory: Memory | RecallItem) -> str:
     tags (synapse.text); this holds for rows that got in before.
     """
     status = "[verified]" if memory.verified else "[unverified]"
-    lines = [f"[{position:03d}] {inline(memory.category)} ({inline(memory.priority.upper())}) "
-             f"{status}"]
+    header = (f"[{position:03d}] {inline(memory.category)} ({inline(memory.priority.upper())}) "
+              f"{status}")
+    place = format_place(memory)
+    lines = [f"{header} {place}" if place else header]
     lines += indented(memory.key)
     lines += indented(display_content(memory))
     if memory.tags:
@@ -87,14 +97,77 @@ def format_block(position: int, memory: Memory | RecallItem) -> str:
     return "\n".join(lines)
 
 
-def format_header(mind: Mind, memories: list) -> str:
+def format_place(memory: Memory | RecallItem) -> str:
+    """Type, path and moment for a block header, each only when not the default: ``""`` for
+    a memory of its category's default type at the root (every memory from before types
+    and paths), ``procedural``, ``semantic projects/synapse``, ``episodic talks/one
+    @2026-05-01T12:00:00Z``.
+
+    The type is also shown, default or not, when a path follows it: a path may be a single
+    segment spelled like a type (``working``), and a header must read one way only."""
+    default_type = memory.memory_type == default_memory_type(memory.category)
+    if default_type and not memory.path and memory.occurred_at is None:
+        return ""
+    parts = [inline(memory.memory_type)]
+    if memory.path:
+        parts.append(inline(memory.path))
+    if memory.occurred_at is not None:
+        parts.append("@" + format_moment(memory.occurred_at))
+    return " ".join(parts)
+
+
+def format_moment(moment: datetime) -> str:
+    """An episode's moment in a header: UTC, to the second (``2026-05-01T12:00:00Z``)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_header(mind: Mind, memories: list, path: str = "") -> str:
     verified = sum(1 for memory in memories if memory.verified)
-    return _header(mind, len(memories), verified)
+    return _header(mind, len(memories), verified, path)
 
 
-def _header(mind: Mind, total: int, verified: int) -> str:
-    return (f"Mind: {inline(mind.name)}\n"
-            f"Memories: {total} total ({verified} verified, {total - verified} unverified)")
+def _header(mind: Mind, total: int, verified: int, path: str = "") -> str:
+    lines = [f"Mind: {inline(mind.name)}"]
+    if path:
+        lines.append(f"Path: {inline(path)}")
+    lines.append(f"Memories: {total} total ({verified} verified, {total - verified} unverified)")
+    return "\n".join(lines)
+
+
+@dataclass
+class RecallTotals:
+    """How many memories a recall covers, counted before it is laid out or streamed."""
+
+    total: int
+    verified: int
+    low: int = 0
+
+    @property
+    def unverified(self) -> int:
+        return self.total - self.verified
+
+
+def count_recall(memories) -> RecallTotals:
+    """The totals of ``memories`` (the recall queryset), in one query."""
+    counts = memories.aggregate(total=Count("id"), verified=Count("id", filter=Q(verified=True)),
+                                low=Count("id", filter=Q(priority=Priority.LOW)))
+    return RecallTotals(total=counts["total"], verified=counts["verified"], low=counts["low"])
+
+
+def recall_header(mind: Mind, totals: RecallTotals, path: str = "") -> str:
+    return _header(mind, totals.total, totals.verified, path)
+
+
+# -- Under a budget: the memories that fit, and a word on the low-priority ones left out -----
+
+@dataclass
+class LeftOutLow:
+    """The low-priority memories a budget left out (docs/api.md#recall): how many, the keys
+    the summary line names, and how many the budgeted scan never read (keys unknown)."""
+
+    count: int = 0
+    keys: list[str] = field(default_factory=list)
+    not_scanned: int = 0
 
 
 @dataclass
@@ -104,81 +177,130 @@ class Recall:
     omitted: int
     text: str
     tokens: int
+    left_out_low: LeftOutLow = field(default_factory=LeftOutLow)
 
 
 def build_recall(*, mind: Mind, memories: Iterable, budget: int | None = None,
-                 total: int | None = None) -> Recall:
+                 totals: RecallTotals | None = None, path: str = "") -> Recall:
     """Lay out ``memories`` (in recall order) within ``budget`` tokens.
 
     Memories are taken in order while they fit; one that does not fit is left out and
     later (smaller) ones may still fit, so critical memories always go first. Under a
-    budget the scan stops once nothing more can fit, so ``total`` (how many memories are
-    in recall) is needed to report how many were left out. The header counts what is
-    shown; the token count of the text never exceeds the budget.
+    budget the scan stops once nothing more can fit, so ``totals`` (counted over the
+    memories in recall) are needed to report how many were left out. The header counts
+    what is shown; ``path`` (the filter recall was asked for) is named under the mind.
+
+    When low-priority memories are left out, the text ends with one line saying how many
+    and naming as many of their keys as the budget allows (:func:`left_out_line`): the
+    keys of those the scan read, with no second query. Room for the shortest such line is
+    kept from the start whenever the recall holds a low-priority memory. The token count
+    of the text never exceeds the budget.
     """
+    header = format_header(mind, [], path)
     if budget is None:
         chosen = list(memories)
         blocks = [format_block(position, memory) for position, memory in enumerate(chosen, 1)]
-    else:
-        chosen, blocks, misses, seen = [], [], 0, 0
-        # The header is costed at its largest (every memory shown) and a blank line.
-        used = estimate_tokens(format_header(mind, [])) + 3
-        for memory in memories:
-            seen += 1
-            block = format_block(len(chosen) + 1, memory)
-            cost = estimate_tokens(block) + 1  # +1 covers the blank line between blocks
-            if used + cost <= budget:
-                chosen.append(memory)
-                blocks.append(block)
-                used += cost
-                misses = 0
-            else:
-                misses += 1
-            if budget - used < MIN_BLOCK_TOKENS or misses >= MAX_CONSECUTIVE_MISSES:
-                break
-        total = seen if total is None else total
-    text = "\n\n".join([format_header(mind, chosen), *blocks]) + "\n"
-    omitted = (len(chosen) if total is None else total) - len(chosen)
+        text = "\n\n".join([format_header(mind, chosen, path), *blocks]) + "\n"
+        return Recall(mind=mind, memories=chosen, omitted=0, text=text,
+                      tokens=estimate_tokens(text))
+    low_total = totals.low if totals is not None else None
+    chosen, blocks, misses, seen = [], [], 0, 0
+    low_seen, low_chosen, low_keys, low_key_chars = 0, 0, [], 0
+    # The header is costed at its largest (every memory shown) and a blank line; the
+    # summary line at its shortest, when a low-priority memory may be left out.
+    used = estimate_tokens(header) + 3
+    if low_total is None or low_total > 0:
+        used += _shortest_line_tokens(low_total)
+    for memory in memories:
+        seen += 1
+        low = memory.priority == Priority.LOW
+        low_seen += low
+        block = format_block(len(chosen) + 1, memory)
+        cost = estimate_tokens(block) + 1  # +1 covers the blank line between blocks
+        if used + cost <= budget:
+            chosen.append(memory)
+            blocks.append(block)
+            used += cost
+            low_chosen += low
+            misses = 0
+        else:
+            misses += 1
+            # Keys past what the whole budget could spell are never named: not kept.
+            if low and low_key_chars <= 4 * budget:
+                low_keys.append(memory.key)
+                low_key_chars += len(memory.key) + 2
+        if budget - used < MIN_BLOCK_TOKENS or misses >= MAX_CONSECUTIVE_MISSES:
+            break
+    total = seen if totals is None else totals.total
+    low_total = low_seen if low_total is None else low_total
+    omitted = total - len(chosen)
+    # Counts taken just before the scan may lag a write that landed in between.
+    left_out = LeftOutLow(count=max(low_total - low_chosen, len(low_keys)),
+                          not_scanned=max(low_total - low_seen, 0))
+    body = "\n\n".join([format_header(mind, chosen, path), *blocks])
+    text = body + "\n"
+    if left_out.count:
+        # Room for the line: the budget less the text before it and its blank line.
+        room = 4 * budget - len(body) - 3
+        line, left_out.keys = left_out_line(left_out.count, low_keys, left_out.not_scanned,
+                                            room)
+        if line is not None:
+            text = f"{body}\n\n{line}\n"
     result = Recall(mind=mind, memories=chosen, omitted=omitted, text=text,
-                    tokens=estimate_tokens(text))
-    if budget is not None and result.tokens > budget:
+                    tokens=estimate_tokens(text), left_out_low=left_out)
+    if result.tokens > budget:
         # Not even the header fits: answer with nothing rather than exceed the budget.
-        result = Recall(mind=mind, memories=[], omitted=omitted + len(chosen), text="",
-                        tokens=0)
+        result = Recall(mind=mind, memories=[], omitted=total, text="", tokens=0,
+                        left_out_low=LeftOutLow(count=low_total,
+                                                not_scanned=left_out.not_scanned))
     return result
+
+
+def left_out_line(count: int, keys: list[str], not_scanned: int,
+                  room: int) -> tuple[str | None, list[str]]:
+    """The line that ends a budgeted recall leaving ``count`` low-priority memories out,
+    at most ``room`` characters, and the keys it names (the first of ``keys`` that fit)::
+
+        Left out (low priority, 12): key_a, key_b and 10 more
+        Left out (low priority, 12; 7 not scanned): key_a, key_b and 10 more
+
+    "not scanned": the budget was spent before the scan reached them, so their keys are
+    unknown (the "more" counts them too). ``None`` when not even the counts fit."""
+    head = f"Left out (low priority, {count}"
+    head += f"; {not_scanned} not scanned)" if not_scanned else ")"
+    if len(head) > room:
+        return None, []
+    named, length = 0, len(head)
+    for key in keys:
+        length += len(inline(key)) + 2  # ": " before the first key, ", " before the others
+        rest = count - named - 1
+        if length + (len(f" and {rest} more") if rest else 0) > room:
+            break
+        named += 1
+    if not named:
+        return head, []
+    rest = count - named
+    line = f"{head}: {', '.join(inline(key) for key in keys[:named])}"
+    return (line + f" and {rest} more" if rest else line), keys[:named]
+
+
+def _shortest_line_tokens(low_total: int | None) -> int:
+    """Tokens the shortest summary line can take, with its blank line; both counts at
+    most ``low_total`` (seven digits when it is unknown)."""
+    digits = "9" * len(str(low_total)) if low_total is not None else "9" * 7
+    return estimate_tokens(f"\n\nLeft out (low priority, {digits}; {digits} not scanned)") + 1
 
 
 # -- Without a budget: every memory, streamed ------------------------------------------------
 
-@dataclass
-class RecallTotals:
-    """How many memories an unbudgeted recall shows, counted before it is streamed."""
-
-    total: int
-    verified: int
-
-    @property
-    def unverified(self) -> int:
-        return self.total - self.verified
-
-
-def count_recall(memories) -> RecallTotals:
-    """The totals of ``memories`` (the recall queryset), in one query."""
-    counts = memories.aggregate(total=Count("id"), verified=Count("id", filter=Q(verified=True)))
-    return RecallTotals(total=counts["total"], verified=counts["verified"])
-
-
-def recall_header(mind: Mind, totals: RecallTotals) -> str:
-    return _header(mind, totals.total, totals.verified)
-
-
-def stream_text(*, mind: Mind, totals: RecallTotals, memories: Iterable) -> Iterator[str]:
+def stream_text(*, mind: Mind, totals: RecallTotals, memories: Iterable,
+                path: str = "") -> Iterator[str]:
     """The text of an unbudgeted recall (the same text :func:`build_recall` lays out), in
     pieces of STREAM_CHUNK blocks: memory holds one piece, never the mind.
 
     ``memories`` is an iterator in recall order; the header shows ``totals``, counted just
     before (a write that lands in between may show in the blocks but not the counts)."""
-    piece = [recall_header(mind, totals)]
+    piece = [recall_header(mind, totals, path)]
     for position, memory in enumerate(memories, 1):
         piece.append(format_block(position, memory))
         if len(piece) >= STREAM_CHUNK:

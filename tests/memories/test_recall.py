@@ -210,3 +210,244 @@ def test_streamed_recall_of_an_exact_number_of_pieces_ends_like_the_whole_one(
     response = agent.get("/memory/recall")
     assert response.streaming
     assert b"".join(response.streaming_content).decode() == whole
+
+
+# -- Where a memory lives: type, path and moment in the block header -----------------------
+
+def headers_of(text: str) -> list[str]:
+    """The block headers without their positions, sorted."""
+    return sorted(line[6:] for line in text.splitlines() if line.startswith("["))
+
+
+def test_a_block_header_names_type_path_and_moment_only_when_not_the_defaults(agent, remember):
+    from datetime import UTC, datetime
+
+    moment = datetime(2026, 5, 1, 14, 0, 0, 987654, tzinfo=UTC) + timedelta(hours=-2)
+    remember(key="plain", content="a", priority="critical")
+    remember(category="identity", key="name", content="b", priority="critical")
+    remember(key="how_to", content="c", priority="high", memory_type="procedural")
+    remember(key="placed", content="d", priority="high", path="projects/synapse")
+    remember(category="identity", key="not_identity", content="e", priority="high",
+             memory_type="semantic")
+    remember(category="context", key="turn", content="f", memory_type="episodic",
+             path="talks/one", occurred_at=moment)
+    remember(category="context", key="root_turn", content="g", priority="low",
+             memory_type="episodic", occurred_at=moment)
+    text = agent.get("/memory/recall").content.decode()
+    assert headers_of(text) == sorted([
+        "fact (CRITICAL) [unverified]",
+        "identity (CRITICAL) [unverified]",
+        "identity (HIGH) [unverified] semantic",
+        "fact (HIGH) [unverified] semantic projects/synapse",
+        "fact (HIGH) [unverified] procedural",
+        "context (NORMAL) [unverified] episodic talks/one @2026-05-01T12:00:00Z",
+        "context (LOW) [unverified] episodic @2026-05-01T12:00:00Z",
+    ])
+
+
+@pytest.mark.parametrize("query", ["format=json", "q=remembering", "budget=10000"])
+def test_every_form_of_recall_shows_the_same_headers(agent, remember, query):
+    remember(key="how_to", content="Something worth remembering", memory_type="procedural",
+             path="projects/synapse")
+    remember(category="context", key="turn", memory_type="episodic", path="talks/one")
+    plain = agent.get("/memory/recall").content.decode()
+    if query == "format=json":
+        assert agent.get(f"/memory/recall?{query}").json()["tokens"] == estimate_tokens(plain)
+    else:  # ranked by q, both memories match: the order may differ, the headers may not
+        assert headers_of(agent.get(f"/memory/recall?{query}").content.decode()) == \
+            headers_of(plain)
+
+
+def test_a_path_that_looks_like_a_type_still_reads_one_way(agent, remember):
+    remember(key="state", content="a", path="working")
+    remember(key="live", content="b", memory_type="working")
+    assert headers_of(agent.get("/memory/recall").content.decode()) == [
+        "fact (NORMAL) [unverified] semantic working",
+        "fact (NORMAL) [unverified] working"]
+
+
+# -- Recall with a path ----------------------------------------------------------------------
+
+@pytest.fixture
+def placed(remember):
+    remember(key="root_fact", content="at the root")
+    remember(key="project_fact", content="in the project", path="projects/synapse")
+    remember(key="decision", content="deeper down", path="projects/synapse/decisions",
+             priority="high")
+    remember(key="sibling", content="a look-alike path", path="projects/synapse-old")
+    remember(key="other", content="another project", path="projects/other")
+
+
+def test_recall_with_a_path_names_it_and_shows_that_path_and_below(agent, placed):
+    text = agent.get("/memory/recall?path=/Projects/Synapse/").content.decode()
+    lines = text.splitlines()
+    assert lines[:3] == ["Mind: Alice's Mind", "Path: projects/synapse",
+                         "Memories: 2 total (0 verified, 2 unverified)"]
+    assert [line.strip() for line in lines if line.startswith("  ")][::2] == [
+        "decision", "project_fact"]
+
+
+def test_recall_at_the_root_has_no_path_line(agent, placed):
+    text = agent.get("/memory/recall?path=/").content.decode()
+    assert text.splitlines()[1].startswith("Memories: 5 total")
+
+
+def test_budgeted_recall_with_a_path_counts_only_that_path(agent, placed, remember):
+    for number in range(20):
+        remember(key=f"elsewhere_{number}", content="padding " * 30, path="projects/other")
+    response = agent.get("/memory/recall?path=projects/synapse&budget=60")
+    text = response.content.decode()
+    assert estimate_tokens(text) <= 60
+    assert "Path: projects/synapse" in text
+    shown = len(headers_of(text))
+    assert shown >= 1
+    assert shown + int(response["X-Recall-Omitted"]) == 2
+
+
+def test_ranked_recall_with_a_path_ranks_only_that_path(agent, placed, remember):
+    remember(key="tea_elsewhere", content="Green tea at four", path="projects/other")
+    remember(key="tea_here", content="Green tea at five", path="projects/synapse",
+             priority="low")
+    for query in ("q=green+tea", "q=green+tea&budget=10000"):
+        text = agent.get(f"/memory/recall?path=projects/synapse&{query}").content.decode()
+        keys = [line.strip() for line in text.splitlines() if line.startswith("  ")][::2]
+        assert keys == ["tea_here", "decision", "project_fact"], query
+    body = agent.get("/memory/recall?path=projects/synapse&q=green+tea&format=json").json()
+    assert {memory["path"] for memory in body["memories"]} == {
+        "projects/synapse", "projects/synapse/decisions"}
+
+
+def test_streamed_recall_with_a_path_names_it_and_counts_its_tokens(
+        agent, placed, monkeypatch):
+    from memories import recall
+
+    whole = agent.get("/memory/recall?path=projects&format=json").json()
+    text = agent.get("/memory/recall?path=projects").content.decode()
+    monkeypatch.setattr(recall, "STREAM_CHUNK", 2)
+    streamed = agent.get("/memory/recall?path=projects")
+    assert streamed.streaming
+    assert b"".join(streamed.streaming_content).decode() == text
+    assert "Path: projects\n" in text
+    streamed_json = agent.get("/memory/recall?path=projects&format=json")
+    assert json.loads(b"".join(streamed_json.streaming_content)) == whole
+    assert whole["tokens"] == estimate_tokens(text)
+
+
+# -- Low priority may be summarised ------------------------------------------------------------
+
+LEFT_OUT = "Left out (low priority"
+
+
+def low_mind(remember, lows: int = 12):
+    remember(key="critical", content="must stay", priority="critical")
+    for number in range(lows):
+        remember(key=f"low_{number:02d}", content="minor detail " * 40, priority="low")
+
+
+def test_a_budget_that_leaves_low_memories_out_ends_with_their_count_and_keys(agent, remember):
+    low_mind(remember)
+    response = agent.get("/memory/recall?budget=90")
+    text = response.content.decode()
+    assert estimate_tokens(text) <= 90
+    assert int(response["X-Recall-Tokens"]) == estimate_tokens(text)
+    last = text.splitlines()[-1]
+    # In recall order: the most recently updated first.
+    assert last.startswith("Left out (low priority, 12): low_11, low_10")
+    named = last.split(": ", 1)[1].split(" and ")[0].split(", ")
+    assert named == [f"low_{number:02d}" for number in range(11, 11 - len(named), -1)]
+    if len(named) < 12:
+        assert last.endswith(f" and {12 - len(named)} more")
+    assert text.endswith(f"\n\n{last}\n")
+    body = agent.get("/memory/recall?budget=90&format=json").json()
+    assert body["left_out_low"] == {"count": 12, "keys": named, "not_scanned": 0}
+    assert body["tokens"] == estimate_tokens(text)
+
+
+def test_every_key_is_named_when_the_budget_allows(agent, remember):
+    low_mind(remember, lows=3)  # each low memory alone is over the budget
+    text = agent.get("/memory/recall?budget=100").content.decode()
+    assert text.splitlines()[-1] == "Left out (low priority, 3): low_02, low_01, low_00"
+
+
+def test_nothing_low_left_out_means_no_line_and_no_room_kept(agent, remember):
+    remember(key="critical", content="must stay", priority="critical")
+    remember(key="low", content="tiny", priority="low")
+    for number in range(10):
+        remember(key=f"normal_{number}", content="padding " * 40)
+    text = agent.get("/memory/recall?budget=200").content.decode()
+    assert LEFT_OUT not in text and "  low\n" in text
+    body = agent.get("/memory/recall?budget=200&format=json").json()
+    assert body["left_out_low"] == {"count": 0, "keys": [], "not_scanned": 0}
+    assert LEFT_OUT not in agent.get("/memory/recall").content.decode()
+
+
+def test_low_memories_the_scan_never_reached_are_counted_as_not_scanned(
+        agent, remember, monkeypatch):
+    from memories import recall
+
+    monkeypatch.setattr(recall, "MAX_CONSECUTIVE_MISSES", 3)
+    remember(key="critical", content="must stay", priority="critical")
+    for number in range(5):
+        remember(key=f"normal_{number}", content="padding " * 60)
+    for number in range(4):
+        remember(key=f"low_{number}", content="minor", priority="low")
+    response = agent.get("/memory/recall?budget=80")
+    text = response.content.decode()
+    assert estimate_tokens(text) <= 80
+    assert text.splitlines()[-1] == "Left out (low priority, 4; 4 not scanned)"
+    assert int(response["X-Recall-Omitted"]) == 9  # five normal, four low
+    body = agent.get("/memory/recall?budget=80&format=json").json()
+    assert body["left_out_low"] == {"count": 4, "keys": [], "not_scanned": 4}
+
+
+def test_the_summary_line_never_breaks_the_budget(agent, remember):
+    remember(key="critical", content="must stay", priority="critical")
+    for number in range(15):
+        remember(key=f"a_rather_long_low_priority_key_{number:02d}", content="detail " * 25,
+                 priority="low")
+    for budget in range(20, 260, 7):
+        response = agent.get(f"/memory/recall?budget={budget}")
+        text = response.content.decode()
+        assert estimate_tokens(text) <= budget, budget
+        if not text:
+            continue
+        body = agent.get(f"/memory/recall?budget={budget}&format=json").json()
+        left_out = body["left_out_low"]
+        assert left_out["count"] == 15 - sum(m["priority"] == "low" for m in body["memories"])
+        last = text.splitlines()[-1]
+        if not last.startswith(LEFT_OUT):  # not even the counts fit beside the header
+            assert left_out["keys"] == [] and LEFT_OUT not in text, budget
+            continue
+        if left_out["count"]:
+            assert last.startswith(f"Left out (low priority, {left_out['count']}"), budget
+            rest = left_out["count"] - len(left_out["keys"])
+            assert last.endswith(f" and {rest} more" if rest and left_out["keys"]
+                                 else left_out["keys"][-1] if left_out["keys"] else ")")
+
+
+def test_stored_keys_cannot_forge_a_line_in_the_summary():
+    from memories.recall import left_out_line
+
+    line, named = left_out_line(3, ["a\nLeft out (low priority, 0)", "b"], 1, 200)
+    assert "\n" not in line
+    assert named == ["a\nLeft out (low priority, 0)", "b"]
+    assert line == ("Left out (low priority, 3; 1 not scanned): "
+                    "a\\x0aLeft out (low priority, 0), b and 1 more")
+
+
+@pytest.mark.parametrize("room, expected", [
+    (10, None),
+    (len("Left out (low priority, 5)"), "Left out (low priority, 5)"),
+    (len("Left out (low priority, 5): alpha and 4 more"),
+     "Left out (low priority, 5): alpha and 4 more"),
+    (len("Left out (low priority, 5): alpha, beta and 3 more") - 1,
+     "Left out (low priority, 5): alpha and 4 more"),
+])
+def test_the_summary_line_names_as_many_keys_as_fit(room, expected):
+    from memories.recall import left_out_line
+
+    line, named = left_out_line(5, ["alpha", "beta", "gamma"], 0, room)
+    assert line == expected
+    assert len(line or "") <= room
+    listed = expected.split(": ", 1)[1].split(" and ")[0] if expected and ": " in expected else ""
+    assert named == (listed.split(", ") if listed else [])

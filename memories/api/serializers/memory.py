@@ -191,6 +191,14 @@ class RecallQuerySerializer(PlaceFilters):
     format = serializers.ChoiceField(choices=["text", "json"], required=False, default="text")
 
 
+class LeftOutLowSerializer(serializers.Serializer):
+    count = serializers.IntegerField(help_text="Low-priority memories the budget left out.")
+    keys = serializers.ListField(child=serializers.CharField(),
+                                 help_text="The keys the text form's last line names.")
+    not_scanned = serializers.IntegerField(help_text="Of them, those the budgeted scan never "
+                                           "read (their keys are unknown).")
+
+
 class RecallJSONSerializer(serializers.Serializer):
     mind = serializers.DictField()
     total = serializers.IntegerField()
@@ -198,19 +206,22 @@ class RecallJSONSerializer(serializers.Serializer):
     unverified = serializers.IntegerField()
     tokens = serializers.IntegerField()
     omitted = serializers.IntegerField()
+    left_out_low = LeftOutLowSerializer()
     memories = MemorySerializer(many=True)
 
 
-def stream_recall_json(*, mind, totals: RecallTotals, memories: Iterable) -> Iterator[str]:
+def stream_recall_json(*, mind, totals: RecallTotals, memories: Iterable,
+                       path: str = "") -> Iterator[str]:
     """The JSON of an unbudgeted recall (RecallJSONSerializer's fields), streamed in pieces
     of STREAM_CHUNK memories. ``tokens`` (those of the text form) comes last: it is known
     once every memory has been seen."""
     render = JSONRenderer().render
     head = {"mind": {"id": mind.id, "name": mind.name}, "total": totals.total,
-            "verified": totals.verified, "unverified": totals.unverified, "omitted": 0}
+            "verified": totals.verified, "unverified": totals.unverified, "omitted": 0,
+            "left_out_low": {"count": 0, "keys": [], "not_scanned": 0}}
     opening = render(head).decode()[:-1] + ',"memories":['
     # The text form: the header and the blocks, a blank line between, a newline at the end.
-    length = len(recall_header(mind, totals)) + 1
+    length = len(recall_header(mind, totals, path)) + 1
     piece: list[str] = []
     for position, memory in enumerate(memories, 1):
         length += 2 + len(format_block(position, memory))

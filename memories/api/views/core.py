@@ -1,5 +1,6 @@
 """Core memory actions: list, store, get, update, delete, recall, health."""
 
+import dataclasses
 import itertools
 
 from django.conf import settings
@@ -144,7 +145,7 @@ class CoreActions:
     def recall(self, request):
         mind, query = self.mind, self.query
         memories = self.filter_queryset(recall_memories(mind))
-        budget = query.get("budget")
+        budget, path = query.get("budget"), query.get("path", "")
         as_json = query["format"] == "json"
         if query.get("q"):
             from memories.search import rank_for_recall
@@ -160,10 +161,14 @@ class CoreActions:
             head = list(itertools.islice(ordered, recall_module.STREAM_CHUNK + 1))
             if len(head) > recall_module.STREAM_CHUNK:
                 return self._stream_everything(mind, count_recall(memories),
-                                               itertools.chain(head, ordered), as_json=as_json)
+                                               itertools.chain(head, ordered), as_json=as_json,
+                                               path=path)
             ordered = head
-        total = memories.count() if budget is not None and not query.get("q") else None
-        recall = build_recall(mind=mind, memories=ordered, budget=budget, total=total)
+        # A budgeted scan may stop early: the counts say how many it left out, ranked by
+        # ``q`` or not.
+        totals = count_recall(memories) if budget is not None else None
+        recall = build_recall(mind=mind, memories=ordered, budget=budget, totals=totals,
+                              path=path)
         headers = {"X-Recall-Tokens": str(recall.tokens),
                    "X-Recall-Omitted": str(recall.omitted),
                    "X-Recall-Count": str(len(recall.memories))}
@@ -173,6 +178,7 @@ class CoreActions:
                     "total": len(recall.memories), "verified": verified,
                     "unverified": len(recall.memories) - verified, "tokens": recall.tokens,
                     "omitted": recall.omitted,
+                    "left_out_low": dataclasses.asdict(recall.left_out_low),
                     "memories": MemorySerializer(recall.memories, many=True).data}
             return Response(body, headers=headers)
         response = HttpResponse(recall.text, content_type="text/plain; charset=utf-8")
@@ -181,17 +187,17 @@ class CoreActions:
         return response
 
     @staticmethod
-    def _stream_everything(mind, totals, ordered, *, as_json: bool):
+    def _stream_everything(mind, totals, ordered, *, as_json: bool, path: str):
         """Without a budget recall shows every memory. Beyond STREAM_CHUNK memories the
         answer is streamed, so a mind of any size is answered in bounded memory; its token
         count is known only at the end: in the JSON body (last), not in a header."""
         if as_json:
             response = StreamingHttpResponse(
-                stream_recall_json(mind=mind, totals=totals, memories=ordered),
+                stream_recall_json(mind=mind, totals=totals, memories=ordered, path=path),
                 content_type="application/json")
         else:
             response = StreamingHttpResponse(
-                stream_text(mind=mind, totals=totals, memories=ordered),
+                stream_text(mind=mind, totals=totals, memories=ordered, path=path),
                 content_type="text/plain; charset=utf-8")
         response["X-Recall-Omitted"] = "0"
         response["X-Recall-Count"] = str(totals.total)
