@@ -9,7 +9,7 @@ import numpy as np
 from django.utils import timezone
 
 from memories.embeddings import embed_texts, embedding_text, model_name
-from memories.models import PRIORITY_RANK, Category, Memory, Source
+from memories.models import PRIORITY_RANK, Category, Memory, MemoryType, Source
 from minds.models import Mind
 
 # Two memories of one category are near-duplicates when their embeddings are very close
@@ -34,6 +34,8 @@ _NEGATION = re.compile(r"\b(?:not|no|never|none|nothing|without|cannot|\w+n't)\b
 @dataclass
 class ClusterPlan:
     category: str
+    path: str
+    memory_type: str
     members: list[Memory]
     similarity: float  # the lowest similarity between two members
     key: str = ""
@@ -51,7 +53,8 @@ class CompactionPlan:
 
 def compaction_candidates(*, mind: Mind, older_than: timedelta | None = None,
                           category: str | None = None):
-    """Memories compaction may touch: current, unexpired, unverified, by an agent.
+    """Memories compaction may touch: current, unexpired, unverified, by an agent, and not
+    episodes (each is an event at its own moment on a timeline: two alike are two events).
 
     Current means not in the trash and not superseded; written by an agent means ``source``
     agent or tool; never credentials, never summaries (``source=system``) — so a
@@ -60,7 +63,8 @@ def compaction_candidates(*, mind: Mind, older_than: timedelta | None = None,
     """
     memories = (Memory.objects.for_mind(mind).in_recall()
                 .filter(verified=False, source__in=AGENT_SOURCES)
-                .exclude(category=Category.CREDENTIALS))
+                .exclude(category=Category.CREDENTIALS)
+                .exclude(memory_type=MemoryType.EPISODIC))
     if older_than is not None:
         memories = memories.filter(updated_at__lte=timezone.now() - older_than)
     if category:
@@ -89,8 +93,8 @@ def memory_vectors(memories: list[Memory]) -> np.ndarray:
 
 
 def link_matrix(memories: list[Memory], similarity: np.ndarray) -> np.ndarray:
-    """Which pairs are near-duplicates: same category, and close — or a bit less close
-    with a tag in common."""
+    """Which pairs are near-duplicates: same category, type and path (compaction never
+    merges two projects' memories), and close — or a bit less close with a tag in common."""
     tags = sorted({tag for memory in memories for tag in memory.tags})
     column = {tag: position for position, tag in enumerate(tags)}
     incidence = np.zeros((len(memories), max(1, len(tags))), dtype=np.float32)
@@ -98,9 +102,10 @@ def link_matrix(memories: list[Memory], similarity: np.ndarray) -> np.ndarray:
         for tag in memory.tags:
             incidence[row, column[tag]] = 1.0
     share_tag = (incidence @ incidence.T) > 0
-    categories = np.array([memory.category for memory in memories])
-    same_category = categories[:, None] == categories[None, :]
-    return same_category & ((similarity >= SAME_MEANING)
+    places = np.array([f"{memory.category}\n{memory.memory_type}\n{memory.path}"
+                       for memory in memories])
+    same_place = places[:, None] == places[None, :]
+    return same_place & ((similarity >= SAME_MEANING)
                             | ((similarity >= SAME_MEANING_WITH_TAG) & share_tag))
 
 
@@ -230,6 +235,8 @@ def plan_compaction(*, mind: Mind, older_than: timedelta | None = None,
     clusters = []
     for positions, lowest in found:
         members = [memories[position] for position in positions]
-        clusters.append(summarise(ClusterPlan(category=members[0].category, members=members,
-                                              similarity=round(lowest, 4)), known))
+        first = members[0]
+        clusters.append(summarise(ClusterPlan(
+            category=first.category, path=first.path, memory_type=first.memory_type,
+            members=members, similarity=round(lowest, 4)), known))
     return CompactionPlan(candidates=len(memories), clusters=clusters)

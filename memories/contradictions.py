@@ -279,7 +279,7 @@ def _neighbour_pairs(mind: Mind, side: list[Memory],
               AND NOT m.embedding_pending AND m.embedding_model = %s
               AND m.deleted_at IS NULL AND m.superseded_at IS NULL
               AND (m.expires_at IS NULL OR m.expires_at > now())
-              AND m.category <> 'credentials'
+              AND m.category <> 'credentials' AND m.path = s.path
             ORDER BY m.embedding <=> COALESCE(a.vec::vector, s.embedding) LIMIT %s) n
     """
     # Iterative HNSW scans (pgvector ≥ 0.8): the index keeps scanning until the mind's
@@ -305,8 +305,10 @@ def find_contradictions(*, mind: Mind, within: timedelta | None = None,
     Two steps. *Same subject*: candidate pairs come from the embeddings — the nearest
     neighbours of each memory (pgvector over stored vectors, and the model in-process for
     memories still waiting for the worker). *Conflicting content*: :func:`assess`; each pair
-    gets a reason and a :func:`score`. Precision and recall on the labelled set in
-    tests/memories/data/contradiction_pairs.json: docs/insight.md."""
+    gets a reason and a :func:`score`. Two memories on different paths are never a pair:
+    "port 5432" in one project does not contradict "port 5433" in another. Precision and
+    recall on the labelled set in tests/memories/data/contradiction_pairs.json:
+    docs/insight.md."""
     # Vectors stay in the database unless needed here: parsing them costs more than the rules.
     memories = contradiction_candidates(mind).defer("embedding")
     side_qs = memories.filter(updated_at__gte=timezone.now() - within) if within else memories
@@ -339,6 +341,8 @@ def find_contradictions(*, mind: Mind, within: timedelta | None = None,
     found = []
     for (first_id, second_id), similarity in similarities.items():
         first, second = by_id[first_id], by_id[second_id]
+        if first.path != second.path:
+            continue  # memories of two paths never contradict: each project has its own
         conflict = assess(first.content, second.content, similarity)
         if conflict:
             found.append(Contradiction(first, second, round(similarity, 4), conflict))

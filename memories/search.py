@@ -327,6 +327,12 @@ def rank_for_recall(*, mind: Mind, memories, query: str) -> Iterator[Memory]:
 
 # -- Related -----------------------------------------------------------------------------
 
+# Added to the score of a related memory on the same path as the one asked about: enough to
+# put a same-project memory ahead of an equally close one elsewhere, not ahead of a far
+# closer one (scores run 0–1).
+SAME_PATH_BONUS = 0.1
+
+
 @dataclass
 class RelatedHit:
     memory: Memory
@@ -338,7 +344,8 @@ class RelatedHit:
 def related_memories(memory: Memory, candidates, *, limit: int) -> list[RelatedHit]:
     """Memories related to ``memory`` among ``candidates`` (which exclude it): sharing
     tags, or nearest in meaning. Score = half the share of its tags they carry plus half
-    the cosine similarity; each memory appears once."""
+    the cosine similarity, plus SAME_PATH_BONUS for a memory on the same path (related
+    memories prefer their own project); each memory appears once."""
     tags = set(memory.tags)
     shared: dict[str, list[str]] = {}
     if tags:
@@ -349,9 +356,13 @@ def related_memories(memory: Memory, candidates, *, limit: int) -> list[RelatedH
     if memory.embedding is not None and memory.embedding_model == model_name():
         similarity = dict(semantic_search(candidates, list(memory.embedding),
                                           limit=max(limit, FUSION_CANDIDATES)))
+    found = shared.keys() | similarity.keys()
+    same_path = set(candidates.filter(id__in=found, path=memory.path)
+                    .values_list("id", flat=True)) if found else set()
     scores = {memory_id: 0.5 * len(shared.get(memory_id, ())) / max(len(tags), 1)
               + 0.5 * max(similarity.get(memory_id, 0.0), 0.0)
-              for memory_id in shared.keys() | similarity.keys()}
+              + (SAME_PATH_BONUS if memory_id in same_path else 0.0)
+              for memory_id in found}
     best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
     by_id = (candidates.filter(id__in=[memory_id for memory_id, _ in best]).without_vectors()
              .in_bulk())

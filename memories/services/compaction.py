@@ -25,7 +25,8 @@ class CompactedCluster:
 def memory_compact(*, mind: Mind, actor, plan: CompactionPlan) -> list[CompactedCluster]:
     """Apply a compaction plan (memories.compaction) in one transaction.
 
-    For each cluster: one summary memory (``source=system``, unverified, confidence 0.7)
+    For each cluster: one summary memory on the cluster's path, of its type
+    (``source=system``, unverified, confidence 0.7)
     and the originals marked superseded by it — out of recall, still readable by id, and
     back with ``memory_uncompact``. A cluster whose members changed since it was planned
     (edited, verified, deleted, superseded) is skipped whole, so a summary never says
@@ -45,7 +46,8 @@ def memory_compact(*, mind: Mind, actor, plan: CompactionPlan) -> list[Compacted
                 mind=mind, actor=actor, category=cluster.category,
                 key=_free_key(mind, cluster.category, cluster.key), changes={
                     "content": cluster.content, "tags": cluster.tags,
-                    "priority": cluster.priority,
+                    "priority": cluster.priority, "path": cluster.path,
+                    "memory_type": cluster.memory_type,
                     "expires_at": cluster.expires_at, "source": Source.SYSTEM,
                     "verified": False, "confidence": SUMMARY_CONFIDENCE})
             now = timezone.now()

@@ -89,6 +89,8 @@ class ClusterMemberSerializer(serializers.Serializer):
 class ClusterSummarySerializer(serializers.Serializer):
     id = serializers.CharField(allow_null=True, help_text="null in a dry run")
     category = serializers.CharField()
+    memory_type = serializers.CharField()
+    path = serializers.CharField(allow_blank=True, help_text="\"\" at the root")
     key = serializers.CharField()
     content = serializers.CharField()
     tags = serializers.ListField(child=serializers.CharField())

@@ -119,7 +119,9 @@ class InsightActions:
         for cluster in plan.clusters:
             summary_id = applied.get(tuple(sorted(m.id for m in cluster.members)))
             clusters.append({
-                "summary": {"id": summary_id, "category": cluster.category, "key": cluster.key,
+                "summary": {"id": summary_id, "category": cluster.category,
+                            "memory_type": cluster.memory_type, "path": cluster.path,
+                            "key": cluster.key,
                             "content": cluster.content, "tags": cluster.tags,
                             "priority": cluster.priority},
                 "members": [{"id": m.id, "key": m.key, "version": m.version}
