@@ -273,3 +273,34 @@ def test_credentials_and_expired_memories_are_never_candidates(agent, remember):
     result = compact(agent)
     assert (result["candidates"], result["clusters"]) == (0, [])
     assert not Memory.objects.filter(superseded_at__isnull=False).exists()
+
+
+def test_compaction_never_merges_memories_of_two_paths(agent, remember):
+    """The same preference under two projects is two projects' memories; under one
+    path they merge, and the summary lives on that path with the members' type."""
+    for path in ("projects/a", "projects/b"):
+        for key, content, tags in DARK_MODE[:2]:
+            remember(category="preference", key=f"{key}_{path[-1]}", content=content,
+                     tags=tags, path=path)
+    result = compact(agent)
+    assert [sorted(m["key"] for m in c["members"]) for c in result["clusters"]] in (
+        [["editor_theme_a", "ui_theme_a"], ["editor_theme_b", "ui_theme_b"]],
+        [["editor_theme_b", "ui_theme_b"], ["editor_theme_a", "ui_theme_a"]])
+    for cluster in result["clusters"]:
+        summary = Memory.objects.get(pk=cluster["summary"]["id"])
+        suffix = cluster["members"][0]["key"][-1]
+        assert summary.path == cluster["summary"]["path"] == f"projects/{suffix}"
+        assert summary.memory_type == cluster["summary"]["memory_type"] == "semantic"
+
+
+def test_compaction_keeps_types_apart_and_leaves_episodes_alone(agent, remember):
+    (key_a, content, tags), (key_b, _, _) = DARK_MODE[0], DARK_MODE[2]  # the same text
+    remember(category="preference", key=key_a, content=content, tags=tags,
+             memory_type="procedural")
+    remember(category="preference", key=key_b, content=content, tags=tags)
+    for key in ("said_once", "said_twice"):
+        remember(category="context", key=key, content=content, tags=tags,
+                 memory_type="episodic")
+    plan = compact(agent, dry_run=True)
+    assert plan["clusters"] == []
+    assert plan["candidates"] == 2  # the two episodes are not candidates at all

@@ -146,6 +146,20 @@ class TestRoute:
         text = agent.get("/memory/contradictions").content.decode()
         assert "hunter" not in text and "db_password" not in text
 
+    def test_memories_of_two_paths_never_contradict(self, agent, mind_with_conflicts):
+        """Port 5432 in one project and 5433 in another are two facts, whether the
+        embeddings are stored (pgvector) or computed in-process."""
+        Memory.objects.filter(key="database_port").update(path="projects/b")
+        for stored in (False, True):
+            if stored:
+                embed_batch(limit=100)
+            body = agent.get("/memory/contradictions").json()
+            assert self.pairs(body) == [{"allergy", "allergies"}], stored
+        Memory.objects.filter(key="db_port").update(path="projects/b")
+        body = agent.get("/memory/contradictions").json()
+        assert sorted(map(sorted, self.pairs(body))) == [["allergies", "allergy"],
+                                                         ["database_port", "db_port"]]
+
     def test_other_minds_memories_never_pair_with_mine(self, bob_agent, mind_with_conflicts):
         assert bob_agent.get("/memory/contradictions").json() == {"count": 0, "results": []}
 

@@ -128,6 +128,24 @@ def test_related_memories_share_tags_or_meaning_and_exclude_the_memory(agent, co
     assert agent.get(f"/memory/related/{holiday.id}").json() == body
 
 
+def test_related_memories_prefer_the_same_path(agent, model, remember, alice_mind):
+    """Two memories as close to the one asked about: the one on its path comes first,
+    by the same-path bonus and nothing else."""
+    asked = remember(category="fact", key="deploy", path="projects/a",
+                     content="Deploys go to Hetzner through GitHub Actions", tags=["infra"])
+    # The same key, tags and content in two categories: the model reads the same text.
+    elsewhere = remember(category="project", key="deploy_plan", path="projects/b",
+                         content="Deploys go to Hetzner via GitHub Actions", tags=["infra"])
+    here = remember(category="note", key="deploy_plan", path="projects/a",
+                    content="Deploys go to Hetzner via GitHub Actions", tags=["infra"])
+    embed_batch(limit=100, mind=alice_mind)
+    results = agent.get(f"/memory/{asked.id}/related").json()["results"]
+    assert [hit["id"] for hit in results] == [here.id, elsewhere.id]
+    first, second = results
+    assert first["similarity"] == pytest.approx(second["similarity"], abs=1e-5)
+    assert first["score"] - second["score"] == pytest.approx(0.1, abs=1e-5)
+
+
 def test_related_of_another_minds_memory_is_404(bob_agent, corpus):
     assert bob_agent.get(f"/memory/{corpus['pet'].id}/related").status_code == 404
 
