@@ -170,11 +170,19 @@ def _ensure_system_user() -> None:
     except KeyError:
         pass
     logger.warning("creating system user %r to run the embedded PostgreSQL", SYSTEM_USER)
-    subprocess.run(  # noqa: S603
+    made = subprocess.run(  # noqa: S603
         ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",  # noqa: S607
          "--user-group", SYSTEM_USER],
-        check=True, capture_output=True,
+        capture_output=True,
     )
+    if made.returncode != 0:
+        # Two processes starting at once on a fresh machine (the test workers) both try:
+        # the one that lost the race finds the user the other made.
+        try:
+            pwd.getpwnam(SYSTEM_USER)
+        except KeyError:
+            raise subprocess.CalledProcessError(made.returncode, made.args, made.stdout,
+                                                made.stderr) from None
 
 
 def _ensure_traversable(path: Path) -> None:
