@@ -112,9 +112,10 @@ async def cmd_recall(client: SynapseClient, args) -> None:
                                  tag=args.tag, path=args.path, memory_type=args.type)
     if args.json:
         _emit_json({"mind": result.mind, "tokens": result.tokens, "omitted": result.omitted,
-                    "memories": result.memories})
+                    "left_out_low": result.left_out_low, "memories": result.memories})
     else:
-        print(format_recall(result.mind, result.memories, result.omitted, args.budget), end="")
+        print(format_recall(result.mind, result.memories, result.omitted, args.budget,
+                            result.left_out_low), end="")
 
 
 async def cmd_remember(client: SynapseClient, args) -> None:
@@ -158,7 +159,7 @@ async def cmd_timeline(client: SynapseClient, args) -> None:
         text = format_neighbours(body)
     else:
         body = await client.timeline(path=args.path, after=args.after, before=args.before,
-                                     limit=args.limit)
+                                     limit=args.limit or 20)
         text = format_timeline(body, after=args.after, before=args.before)
     if args.json:
         _emit_json(body)
@@ -193,7 +194,7 @@ async def cmd_restore(client: SynapseClient, args) -> None:
 
 
 async def cmd_stats(client: SynapseClient, args) -> None:
-    stats = await client.stats()
+    stats = await client.stats(path=args.path, memory_type=args.type)
     if args.json:
         _emit_json(stats)
         return
@@ -205,7 +206,7 @@ async def cmd_export(client: SynapseClient, args) -> None:
     target = None if args.output in (None, "-") else Path(args.output)
     written = 0
     if target is None:
-        async for chunk in client.export(format=args.format, progress=progress):
+        async for chunk in client.export(format=args.format, path=args.path, progress=progress):
             sys.stdout.buffer.write(chunk)
             written += len(chunk)
         sys.stdout.buffer.flush()
@@ -216,7 +217,7 @@ async def cmd_export(client: SynapseClient, args) -> None:
     descriptor, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     try:
         with os.fdopen(descriptor, "wb") as handle:
-            async for chunk in client.export(format=args.format, progress=progress):
+            async for chunk in client.export(format=args.format, path=args.path, progress=progress):
                 handle.write(chunk)
                 written += len(chunk)
         os.replace(partial, target)
@@ -313,11 +314,15 @@ def build_parser() -> argparse.ArgumentParser:
             ("restore", cmd_restore, "bring a memory back from the trash")):
         command(name, handler, help_text).add_argument("id", help="memory id (mem_…)")
 
-    command("stats", cmd_stats, "counts by category, priority and verification")
+    stats = command("stats", cmd_stats, "counts by category, priority, type and verification")
+    stats.add_argument("--path", help="only this path and everything below it")
+    stats.add_argument("--type", choices=MEMORY_TYPES, help="only memories of this type")
 
     export = command("export", cmd_export, "download a full backup of the mind")
     export.add_argument("-o", "--output", help="write to this file (default stdout)")
     export.add_argument("--format", choices=["json", "csv"], default="json")
+    export.add_argument("--path", help="only this path and everything below it (default the "
+                        "whole mind)")
     export.add_argument("--progress", action=argparse.BooleanOptionalAction,
                         default=sys.stderr.isatty(),
                         help="show bytes transferred on stderr (default: on a terminal)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -76,6 +76,8 @@ class Recall:
     memories: list[dict]
     tokens: int
     omitted: int
+    # The low-priority memories the budget left out: {"count", "keys", "not_scanned"}.
+    left_out_low: dict = field(default_factory=dict)
 
 
 def _params(**values: Any) -> dict:
@@ -155,7 +157,8 @@ class SynapseClient:
             q=query, budget=budget, category=category, tag=tag, path=path,
             memory_type=memory_type, format="json"))
         return Recall(mind=body.get("mind", {}), memories=body.get("memories", []),
-                      tokens=body.get("tokens", 0), omitted=body.get("omitted", 0))
+                      tokens=body.get("tokens", 0), omitted=body.get("omitted", 0),
+                      left_out_low=body.get("left_out_low") or {})
 
     async def recall_text(self, *, query: str | None = None, budget: int | None = None,
                           category: str | None = None, tag: str | None = None,
@@ -221,14 +224,16 @@ class SynapseClient:
     async def unverified(self, *, limit: int | None = None) -> dict:
         return await self._json("GET", "/memory/unverified", params=_params(limit=limit))
 
-    async def stats(self) -> dict:
-        return await self._json("GET", "/memory/stats")
+    async def stats(self, *, path: str | None = None, memory_type: str | None = None) -> dict:
+        return await self._json("GET", "/memory/stats", params=_params(
+            path=path, memory_type=memory_type))
 
-    async def export(self, *, format: str = "json", progress: Progress | None = None
-                     ) -> AsyncIterator[bytes]:
-        """Stream ``GET /memory/mind-export`` (a full backup), reporting bytes received."""
+    async def export(self, *, format: str = "json", path: str | None = None,
+                     progress: Progress | None = None) -> AsyncIterator[bytes]:
+        """Stream ``GET /memory/mind-export`` (a full backup, or the memories under
+        ``path``), reporting bytes received."""
         request = self._http.build_request("GET", "memory/mind-export",
-                                           params={"format": format})
+                                           params=_params(format=format, path=path))
         try:
             response = await self._http.send(request, stream=True)
         except httpx.HTTPError as error:

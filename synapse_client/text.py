@@ -76,9 +76,15 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def format_recall(mind: dict, memories: list[dict], omitted: int, budget: int | None) -> str:
-    """Recall with ids; within ``budget`` tokens when one is given (least important cut)."""
+def format_recall(mind: dict, memories: list[dict], omitted: int, budget: int | None,
+                  left_out_low: dict | None = None) -> str:
+    """Recall with ids; within ``budget`` tokens when one is given (least important cut).
+
+    ``left_out_low`` (the server's ``left_out_low``: the low-priority memories its budget
+    left out) ends the text with the same line the server's text recall ends with,
+    counting also the low-priority blocks cut here."""
     blocks = [format_memory(memory) for memory in memories]
+    low = left_out_low or {}
 
     def render(count: int, left_out: int) -> str:
         shown = memories[:count]
@@ -88,7 +94,15 @@ def format_recall(mind: dict, memories: list[dict], omitted: int, budget: int | 
                 f"unverified)")
         if left_out:
             head += f"; {left_out} left out to stay within the budget"
-        return "\n\n".join([head, *blocks[:count]]) + "\n"
+        parts = [head, *blocks[:count]]
+        cut_low = [memory for memory in memories[count:] if memory.get("priority") == "low"]
+        line = left_out_line(low.get("count", 0) + len(cut_low),
+                             [*(str(key) for key in low.get("keys", [])),
+                              *(str(memory.get("key")) for memory in cut_low)],
+                             low.get("not_scanned", 0))
+        if line:
+            parts.append(line)
+        return "\n\n".join(parts) + "\n"
 
     count = len(blocks)
     text = render(count, omitted)
@@ -100,6 +114,21 @@ def format_recall(mind: dict, memories: list[dict], omitted: int, budget: int | 
     if not count and not omitted:
         return text + "\nNo memories yet. Use `remember` to store what you learn.\n"
     return text
+
+
+def left_out_line(count: int, keys: list[str], not_scanned: int) -> str:
+    """``Left out (low priority, 12): key_a, key_b and 10 more`` (the server's line), or
+    "" when no low-priority memory was left out."""
+    if not count:
+        return ""
+    head = f"Left out (low priority, {count}" + (
+        f"; {not_scanned} not scanned)" if not_scanned else ")")
+    if not keys:
+        return head
+    named = keys[:count]
+    rest = count - len(named)
+    return f"{head}: {', '.join(inline(key) for key in named)}" + (
+        f" and {rest} more" if rest else "")
 
 
 def format_list(results: list[dict], empty: str) -> str:

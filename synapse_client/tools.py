@@ -60,6 +60,11 @@ OccurredAt = Annotated[str | int | None, Field(
     description="When an episodic memory happened: RFC 3339 (2026-01-31T12:00:00Z) or Unix "
                 "epoch seconds; default now. Only with memory_type=episodic.")]
 
+# The timeline tool's page when no limit is given, and the most neighbours a side the API
+# gives (memories/api/serializers/timeline.py).
+TIMELINE_PAGE = 20
+MAX_NEIGHBOURS = 20
+
 INSTRUCTIONS = (
     "Synapse is your long-term memory for this user, shared across sessions and tools. "
     "Call `recall` at the start of a session. Store what you learn with `remember` "
@@ -110,7 +115,8 @@ def build_server(client_for: ClientFactory, *, log_level: str = "WARNING") -> MC
         async with api(ctx) as client:
             result = await client.recall(query=query, budget=budget, category=category,
                                          path=path, memory_type=memory_type)
-        return format_recall(result.mind, result.memories, result.omitted, budget)
+        return format_recall(result.mind, result.memories, result.omitted, budget,
+                             result.left_out_low)
 
     server.add_tool(recall, name="recall", title="Recall memories", annotations=read_only,
                     structured_output=False, description=(
@@ -118,7 +124,8 @@ def build_server(client_for: ClientFactory, *, log_level: str = "WARNING") -> MC
         "high, normal, low; then most recently updated). Call it at the start of a session; "
         "with `path`, for one project. With `query`, memories relevant to it come first. "
         "With `budget`, the answer stays within that many tokens: memories that do not fit "
-        "are left out and the header says how many. "
+        "are left out and the header says how many; when low-priority ones are, the answer "
+        "ends with a line giving their number and keys. "
         "Each memory starts with its id in brackets, e.g. [mem_…] fact/user_city (HIGH) "
         "[unverified], then its type, moment and path when not the defaults; use the id with "
         "get_memory, update_memory or forget. Expired and deleted memories are left out. "
@@ -177,9 +184,12 @@ def build_server(client_for: ClientFactory, *, log_level: str = "WARNING") -> MC
         limit: Annotated[int, Field(description="At most this many results.", ge=1,
                                     le=100)] = 10,
         path: PathFilter = None,
+        memory_type: Annotated[MemoryType | None, Field(
+            description="Only memories of this type.")] = None,
     ) -> str:
         async with api(ctx) as client:
-            body = await client.search(query=query, mode=mode, limit=limit, path=path)
+            body = await client.search(query=query, mode=mode, limit=limit, path=path,
+                                       memory_type=memory_type)
         return format_search(body, query, mode)
 
     server.add_tool(search, name="search", title="Search memories", annotations=read_only,
@@ -200,8 +210,9 @@ def build_server(client_for: ClientFactory, *, log_level: str = "WARNING") -> MC
             description="End just before this episode id (mem_…) or RFC 3339 time.",
             max_length=100)] = None,
         limit: Annotated[int | None, Field(
-            description="At most this many episodes (default 20); with `around`, this many "
-                        "on each side (default 2).", ge=1)] = None,
+            description="At most this many episodes (default 20, at most 500); with "
+                        "`around`, this many on each side (default 2, at most 20).",
+            ge=1, le=500)] = None,
         around: Annotated[str | None, Field(
             description="An episode id (mem_…): show the episodes just before and after it "
                         "on its own timeline instead of a page.",
@@ -211,11 +222,14 @@ def build_server(client_for: ClientFactory, *, log_level: str = "WARNING") -> MC
             if path is not None or after is not None or before is not None:
                 raise ToolError("`around` finds the episode's own timeline: leave out path, "
                                 "after and before.")
+            if limit is not None and limit > MAX_NEIGHBOURS:
+                raise ToolError(f"With `around`, limit is at most {MAX_NEIGHBOURS} a side.")
             async with api(ctx) as client:
                 body = await client.neighbours(around, n=limit)
             return format_neighbours(body)
         async with api(ctx) as client:
-            body = await client.timeline(path=path, after=after, before=before, limit=limit)
+            body = await client.timeline(path=path, after=after, before=before,
+                                         limit=limit or TIMELINE_PAGE)
         return format_timeline(body, after=after, before=before)
 
     server.add_tool(timeline, name="timeline", title="Episode timeline", annotations=read_only,
@@ -311,14 +325,14 @@ def build_server(client_for: ClientFactory, *, log_level: str = "WARNING") -> MC
         "Memories no human has verified yet (written by agents), oldest first, so you can "
         "ask the user to confirm or correct them. Only a human can verify."))
 
-    async def stats(ctx: Context) -> str:
+    async def stats(ctx: Context, path: PathFilter = None) -> str:
         async with api(ctx) as client:
-            body = await client.stats()
+            body = await client.stats(path=path)
         return format_stats(body)
 
     server.add_tool(stats, name="stats", title="Memory statistics", annotations=read_only,
                     structured_output=False, description=(
-        "Counts for this mind: total, verified and unverified memories, by category and "
-        "by priority."))
+        "Counts for this mind (or, with `path`, for one project): total, verified and "
+        "unverified memories, by category, priority, source and type."))
 
     return server

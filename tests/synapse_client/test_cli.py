@@ -159,6 +159,39 @@ def test_export_to_stdout_writes_the_backup(synapse, remember):
     assert [m["key"] for m in json.loads(result.stdout)["memories"]] == ["city"]
 
 
+def test_stats_and_export_take_a_path(synapse, remember):
+    remember(category="fact", key="root", content="At the root")
+    remember(category="fact", key="inside", content="In project a", path="projects/a")
+    remember(category="fact", key="below", content="Below project a",
+             path="projects/a/decisions", memory_type="procedural")
+    remember(category="fact", key="beside", content="In project ab", path="projects/ab")
+    stats = json.loads(synapse("stats", "--json", "--path", "projects/a").stdout)
+    assert (stats["total"], stats["by_memory_type"]["procedural"]) == (2, 1)
+    typed = json.loads(synapse("stats", "--json", "--type", "procedural").stdout)
+    assert typed["total"] == 1
+    exported = synapse("export", "--path", "projects/a")
+    assert exported.returncode == 0, exported.stderr
+    assert sorted(m["key"] for m in json.loads(exported.stdout)["memories"]) == [
+        "below", "inside"]
+    refused = synapse("export", "--path", "Projects/../a")
+    assert refused.returncode == 1 and "path" in refused.stderr
+
+
+def test_recall_ends_with_the_low_priority_memories_left_out(synapse, remember):
+    remember(category="identity", key="user_name", content="Ada", priority="critical")
+    for number in range(6):
+        remember(category="note", key=f"aside_{number}", content="filler text " * 20,
+                 priority="low")
+    text = synapse("recall", "--budget", "120").stdout
+    assert len(text) / 4 <= 120 and "identity/user_name (CRITICAL)" in text
+    shown = text.count("] note/aside_")
+    assert shown < 6
+    assert re.match(rf"Left out \(low priority, {6 - shown}(; \d not scanned)?\): aside_",
+                    text.splitlines()[-1]), text
+    answer = json.loads(synapse("recall", "--budget", "120", "--json").stdout)
+    assert answer["left_out_low"]["count"] == 6 - len(answer["memories"]) + 1
+
+
 def test_import_refuses_a_csv_export(synapse, tmp_path):
     csv = tmp_path / "backup.csv"
     csv.write_text("id,category\n")

@@ -101,6 +101,45 @@ def test_recall_keeps_within_the_budget_and_says_what_was_left_out(connect, alic
     assert "left out to stay within the budget" in text
 
 
+def test_recall_under_a_budget_names_the_low_priority_memories_left_out(connect, alice_key,
+                                                                        remember):
+    """What the remember tool promises about low priorities is what recall does."""
+    remember(category="identity", key="user_name", content="Ada", priority="critical")
+    for number in range(6):
+        remember(category="note", key=f"aside_{number}", content="filler text " * 20,
+                 priority="low")
+
+    async def scenario():
+        async with connect(alice_key[1]) as session:
+            return await session.call_tool("recall", {"budget": 150})
+
+    text = text_of(run(scenario))
+    assert len(text) / 4 <= 150 and "identity/user_name (CRITICAL)" in text
+    shown = len(re.findall(r"\] note/aside_\d", text))
+    last = text.rstrip().splitlines()[-1]
+    assert shown < 6
+    assert re.fullmatch(rf"Left out \(low priority, {6 - shown}\): aside_\d.*", last), last
+
+
+def test_timeline_pages_twenty_episodes_unless_asked_and_bounds_around(connect, alice_key,
+                                                                      remember):
+    for number in range(25):
+        remember(category="context", key=f"turn_{number:02d}", content=f"Turn {number}",
+                 memory_type="episodic", path="talks/one")
+
+    third = Memory.objects.get(key="turn_03").id
+
+    async def scenario():
+        async with connect(alice_key[1]) as session:
+            page = await session.call_tool("timeline", {"path": "talks/one"})
+            around = await session.call_tool("timeline", {"around": third, "limit": 21})
+            return page, around
+
+    page, around = run(scenario)
+    assert text_of(page).count("] context/turn_") == 20
+    assert around.is_error and "at most 20" in text_of(around)
+
+
 def test_update_memory_makes_a_new_version(connect, alice_key, remember):
     memory = remember(category="fact", key="office_city", content="Office in Berlin")
 

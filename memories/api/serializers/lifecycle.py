@@ -22,6 +22,11 @@ class VersionSerializer(serializers.Serializer):
     source = serializers.CharField()
     confidence = serializers.FloatField()
     expires_at = serializers.DateTimeField(allow_null=True)
+    memory_type = serializers.CharField()
+    path = serializers.CharField(allow_blank=True, help_text="\"\" at the root.")
+    occurred_at = serializers.DateTimeField(allow_null=True,
+                                            help_text="When an episode happened; null "
+                                                      "for other types.")
     actor = serializers.CharField(help_text="recorded_by as type:label (older clients read it).")
     recorded_by = serializers.DictField(
         help_text="Who wrote this version here, from the request's credentials: "
