@@ -1,11 +1,31 @@
-"""Web UI forms for memories: browser filters, the memory editor, bulk verification."""
+"""Web UI forms for memories: browser, queue and timeline filters, the memory editor,
+bulk review."""
 
 from django import forms
 
-from memories.models import Category, Priority
+from memories.models import Category, MemoryType, Priority
+from memories.paths import InvalidPath, normalize_path
 from synapse.text import validate_single_line
 
 _ANY = [("", "Any")]
+# The formats a datetime-local input sends (with or without seconds), and a typed date.
+_DATETIME_INPUTS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"]
+
+
+class PathField(forms.CharField):
+    """A memory path (memories.paths), cleaned to its normal form; blank or ``/`` is the
+    root. A path with no normal form is a field error that says why."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("max_length", 1000)
+        super().__init__(**kwargs)
+
+    def to_python(self, value) -> str:
+        try:
+            return normalize_path(super().to_python(value) or "")
+        except InvalidPath as error:
+            raise forms.ValidationError(str(error), code="invalid_path") from error
 
 
 class MemoryFilterForm(forms.Form):
@@ -20,6 +40,9 @@ class MemoryFilterForm(forms.Form):
     priority = forms.ChoiceField(required=False, choices=_ANY + list(Priority.choices))
     verified = forms.ChoiceField(required=False, choices=_ANY + [("yes", "Verified"),
                                                                  ("no", "Unverified")])
+    memory_type = forms.ChoiceField(required=False, choices=_ANY + list(MemoryType.choices))
+    # Shown as a breadcrumb; a path with no normal form is an error message on the page.
+    path = PathField(widget=forms.TextInput(attrs={"placeholder": "any path"}))
 
     def clean_tag(self) -> str:
         return self.cleaned_data["tag"].lower()
@@ -67,7 +90,21 @@ class MemoryForm(forms.Form):
         required=False, help_text="After it the memory leaves recall but is kept.",
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"},
                                    format="%Y-%m-%dT%H:%M"),
-        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"])
+        input_formats=_DATETIME_INPUTS)
+    memory_type = forms.ChoiceField(
+        required=False, label="Type",
+        choices=[("", "Default for the category")] + list(MemoryType.choices),
+        help_text="Episodic: an event at a moment, on its path's timeline. Working: the "
+                  "state of a task (expires after a day unless given an expiry).")
+    path = PathField(help_text="Where it lives, e.g. projects/memory-os/decisions; "
+                               "empty is the root.")
+    # To the second, so an edit that leaves it alone does not move the episode.
+    occurred_at = forms.DateTimeField(
+        required=False, label="Occurred at (UTC)",
+        help_text="Episodic memories only: when it happened. Empty: now.",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local", "step": "1"},
+                                   format="%Y-%m-%dT%H:%M:%S"),
+        input_formats=_DATETIME_INPUTS)
 
     def clean_content(self) -> str:
         content = self.cleaned_data["content"]
@@ -102,9 +139,27 @@ class SeenVersionsField(forms.Field):
 
 
 class VerifySelectionForm(forms.Form):
-    """A checkbox selection to verify; the service scopes ids to the mind."""
+    """A checkbox selection to verify, unverify or move to the trash; the service scopes
+    ids to the mind."""
 
     ids = SeenVersionsField()
+
+
+class PlaceFilterForm(forms.Form):
+    """Query parameters of the verification queue: a path (and below) and a type."""
+
+    memory_type = forms.ChoiceField(required=False, choices=_ANY + list(MemoryType.choices))
+    path = PathField(widget=forms.TextInput(attrs={"placeholder": "any path"}))
+
+
+class TimelineForm(forms.Form):
+    """Query parameters of a timeline page: the path, and where the page starts."""
+
+    path = PathField()
+    after = forms.CharField(required=False, max_length=40)
+    before = forms.CharField(required=False, max_length=40)
+    at = forms.CharField(required=False, max_length=40)
+    end = forms.BooleanField(required=False)
 
 
 class VersionForm(forms.Form):

@@ -1,16 +1,17 @@
-"""Web UI for memories: browser, memory page with diffs, editing, actions, trash, stats.
+"""Web UI for memories: browser (by path and type), memory page with diffs and timeline
+neighbours, editing, actions, episode timelines, trash, stats.
 
 The verification queue is memories.queue_views."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.postgres.search import SearchRank
 from django.core.paginator import Paginator
-from django.db.models import Count, F
-from django.db.models.functions import TruncDate
-from django.http import Http404
+from django.db.models import CharField, Count, F, Func, Value
+from django.db.models.functions import Substr, TruncDate
+from django.http import Http404, QueryDict
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
@@ -24,15 +25,19 @@ from memories.filters import MemoryFilter
 from memories.forms import (
     MemoryFilterForm,
     MemoryForm,
+    PlaceFilterForm,
     RevertForm,
+    TimelineForm,
     VersionForm,
 )
 from memories.models import (
     AuditEvent,
     Memory,
+    MemoryType,
     MemoryVersion,
     Priority,
 )
+from memories.paths import path_prefixes
 from memories.query import QuerySyntaxError, parse_query, search_query
 from memories.quotas import QuotaExceeded
 from memories.recall import display_content
@@ -46,7 +51,9 @@ from memories.services import (
     memory_store,
     memory_update,
 )
+from memories.services.memory import OccurredAtNotEpisodic
 from memories.stats import mind_stats
+from memories.timeline import neighbours, timeline, timeline_page
 from minds.views import MindView
 
 PAGE_SIZE = 25
@@ -54,6 +61,16 @@ VERSIONS_PAGE_SIZE = 25
 # A card shows this much of a memory (400 characters, 4 lines); longer ones unfold.
 SHOWN_CHARACTERS = 400
 SHOWN_LINES = 4
+
+
+# Paths directly below the current one listed at most; episodes on a timeline page, and
+# before an episode when the timeline opens at it; neighbours on an episode's page.
+CHILD_PATHS_SHOWN = 100
+TIMELINE_PAGE_SIZE = 25
+TIMELINE_CONTEXT = 5
+NEIGHBOURS = 3
+NOT_EPISODIC = ("Only episodic memories happen at a moment: choose the type episodic, or "
+                "leave “Occurred at” empty.")
 
 
 REDACTED_IN_UI = "Credentials are hidden in lists — open the memory to reveal them."
@@ -71,6 +88,40 @@ def listed(memories) -> list[Memory]:
         memory.shown_long = (len(memory.shown_content) > SHOWN_CHARACTERS
                              or memory.shown_content.count("\n") >= SHOWN_LINES)
     return rows
+
+
+def child_paths(memories, path: str, query) -> list[dict]:
+    """The paths directly below ``path`` that hold any of ``memories`` (at that path or
+    further down), each with how many and the link ``query(path)``: one grouped query
+    over the path column, whatever the number of memories or paths."""
+    prefix = f"{path}/" if path else ""
+    below = memories.filter(path__startswith=prefix) if path else memories.exclude(path="")
+    segment = Func(Substr("path", len(prefix) + 1), Value("/"), Value(1),
+                   function="split_part", output_field=CharField())
+    rows = (below.order_by().annotate(child=segment).values("child")
+            .annotate(count=Count("id")).order_by("child")[:CHILD_PATHS_SHOWN])
+    return [{"name": row["child"], "count": row["count"],
+             "query": query(prefix + row["child"])} for row in rows]
+
+
+def crumbs(path: str, query, root: str) -> list[dict]:
+    """``path`` as a breadcrumb: the root (labelled ``root``), then each segment, each with
+    the link ``query(the path up to it)``; the last one is the current path."""
+    return [{"label": prefix.rpartition("/")[2] or root, "path": prefix,
+             "query": query(prefix)} for prefix in path_prefixes(path)]
+
+
+def with_params(params, **changes) -> str:
+    """The query string ``params`` (a QueryDict) with ``changes`` (a blank value drops the
+    parameter) and without ``page``."""
+    params = params.copy()
+    params.pop("page", None)
+    for name, value in changes.items():
+        if value:
+            params[name] = value
+        else:
+            params.pop(name, None)
+    return params.urlencode()
 
 
 class MemoryPageView(MindView):
@@ -105,32 +156,42 @@ class MemoryBrowserView(MemoryPageView):
         form = MemoryFilterForm(request.GET)
         form.is_valid()
         filters = form.cleaned_data  # the valid ones: a bad value drops only its own filter
+        path = filters.get("path", "")  # an invalid path drops the filter, with its error
         memories = MemoryFilter(queryset=self.memories().current(), data={
             "category": filters.get("category"), "priority": filters.get("priority"),
-            "tag": filters.get("tag"),
+            "tag": filters.get("tag"), "memory_type": filters.get("memory_type"),
+            "path": path,
             "verified": {"yes": True, "no": False}.get(filters.get("verified"))}).qs
-        query, syntax_error = filters.get("q", ""), ""
+        query, syntax_error, tsquery = filters.get("q", ""), "", None
         if query:
             try:
                 tsquery = search_query(parse_query(query))
-                memories = (memories.matching(query)
-                            .annotate(rank=SearchRank(F("search_vector"), tsquery))
-                            .order_by("-rank", "-updated_at", "id"))
+                memories = memories.matching(query)
             except QuerySyntaxError as error:
                 syntax_error, memories = str(error), memories.none()
+
+        def at(place: str) -> str:
+            return with_params(request.GET, path=place)
+
+        children = child_paths(memories, path, at)
+        if tsquery is not None:
+            memories = (memories.annotate(rank=SearchRank(F("search_vector"), tsquery))
+                        .order_by("-rank", "-updated_at", "id"))
         else:
             memories = memories.order_by("-updated_at", "id")
         page = Paginator(memories, PAGE_SIZE).get_page(request.GET.get("page"))
         page.object_list = listed(page.object_list)
         active = {name: value for name, value in filters.items() if value}
-        params = request.GET.copy()
-        params.pop("page", None)
         return self.render("memories/browser.html", {
             "form": form, "page": page, "filtered": bool(active), "query": query,
             "filter_count": len(set(active) - {"q"}),
             "syntax_error": syntax_error,
             "total": self.memories().current().count() if active else page.paginator.count,
-            "page_query": params.urlencode(),
+            "page_query": with_params(request.GET),
+            "path": path, "children": children,
+            "crumbs": crumbs(path, at, "All paths") if path or children else [],
+            "new_query": with_params(QueryDict(), path=path,
+                                     memory_type=filters.get("memory_type")),
         })
 
 
@@ -140,9 +201,16 @@ class MemoryCreateView(MemoryPageView):
     tab = "memories"
 
     def get(self, request, mind_id, form=None):
+        if form is None:
+            # "New memory" from a path of the browser starts there (and with its type).
+            place = PlaceFilterForm(request.GET)
+            place.is_valid()
+            form = MemoryForm(initial={name: place.cleaned_data[name]
+                                       for name in ("path", "memory_type")
+                                       if place.cleaned_data.get(name)})
+            return self.render("memories/memory_form.html", {"form": form, "creating": True})
         return self.render("memories/memory_form.html", {
-            "form": form or MemoryForm(), "creating": True,
-        }, status=400 if form is not None else 200)
+            "form": form, "creating": True}, status=400)
 
     def post(self, request, mind_id):
         form = MemoryForm(request.POST)
@@ -154,7 +222,11 @@ class MemoryCreateView(MemoryPageView):
                                   key=data["key"] or None, content=data["content"],
                                   tags=data["tags"], priority=data["priority"],
                                   confidence=data["confidence"], expires_at=data["expires_at"],
-                                  expires_given=True)
+                                  expires_given=True, memory_type=data["memory_type"] or None,
+                                  path=data["path"], occurred_at=data["occurred_at"])
+        except OccurredAtNotEpisodic:
+            form.add_error("occurred_at", NOT_EPISODIC)
+            return self.get(request, mind_id, form=form)
         except QuotaExceeded as refused:
             form.add_error(None, str(refused))
             return self.get(request, mind_id, form=form)
@@ -202,7 +274,13 @@ class MemoryDetailView(MemoryPageView):
                     .order_by("-created_at", "-id")[:ACTIVITY_LIMIT])
         params = request.GET.copy()
         params.pop("page", None)
+        around = None
+        if memory.memory_type == MemoryType.EPISODIC and memory.occurred_at is not None:
+            earlier, later = neighbours(memory, NEIGHBOURS)
+            around = {"earlier": earlier, "later": later,
+                      "on_timeline": memory.deleted_at is None and memory.superseded_at is None}
         return self.render("memories/memory_detail.html", {
+            "around": around,
             "activity": [(event, ACTIONS.get(event.action, event.action.replace("_", " ")))
                          for event in activity],
             "memory": memory, "content": _revealed(memory), "versions": page.object_list,
@@ -223,6 +301,14 @@ def _revealed(memory: Memory | MemoryVersion) -> str:
         return UNREADABLE
 
 
+def _moved(posted: datetime | None, stored: datetime | None) -> bool:
+    """Whether the editor's "Occurred at" asks for another moment than the stored one,
+    which it showed to the second."""
+    if posted is None:
+        return False
+    return stored is None or posted != stored.replace(microsecond=0)
+
+
 def _int(raw, default: int) -> int:
     try:
         return int(raw)
@@ -240,8 +326,9 @@ class MemoryEditView(MemoryPageView):
             return redirect("ui:memory", mind_id=self.mind.id, memory_id=memory.id)
         form = form or MemoryForm(initial={
             **{name: getattr(memory, name) for name in
-               ("category", "key", "tags", "priority", "confidence", "expires_at")},
-            "content": _revealed(memory)})
+               ("category", "key", "tags", "priority", "confidence", "expires_at",
+                "memory_type", "path")},
+            "occurred_at": memory.occurred_at or "", "content": _revealed(memory)})
         return self.render("memories/memory_form.html", {
             "form": form, "memory": memory, "next": request.GET.get("next", ""),
         }, status=400 if form.errors else 200)
@@ -255,8 +342,17 @@ class MemoryEditView(MemoryPageView):
             return self.get(request, mind_id, memory_id, form=form)
         data = dict(form.cleaned_data)
         data["key"] = data["key"] or memory.key
+        if not data["memory_type"]:
+            del data["memory_type"]  # "default for the category": the type stays
+        if not _moved(data["occurred_at"], memory.occurred_at):
+            # Left as shown (to the second) or emptied: the moment stays, and goes away with
+            # the episodic type if that changes.
+            del data["occurred_at"]
         try:
             memory, changed = memory_update(memory=memory, actor=request.user, **data)
+        except OccurredAtNotEpisodic:
+            form.add_error("occurred_at", NOT_EPISODIC)
+            return self.get(request, mind_id, memory_id, form=form)
         except MemoryConflict as conflict:
             form.add_error("key", str(conflict))
             return self.get(request, mind_id, memory_id, form=form)
@@ -345,6 +441,72 @@ class MemoryActionView(MemoryPageView):
             messages.success(self.request, f"Reverted to version {version}; that is now "
                                            f"version {reverted.version}.")
         return redirect(here)
+
+
+class TimelineView(MemoryPageView):
+    """The episodes of one path in the order they happened (sub-paths have their own
+    timelines, listed): a page from the start, before or after an episode, at the end,
+    or around one episode (``at``)."""
+
+    tab = "memories"
+
+    def get(self, request, mind_id):
+        form = TimelineForm(request.GET)
+        if not form.is_valid():
+            return self.render("memories/timeline.html", {
+                "form": form, "episodes": [], "path": "", "crumbs": [], "children": []},
+                status=400)
+        data = form.cleaned_data
+        path = data["path"]
+        episodes = timeline(self.mind, path).without_vectors()
+        earlier = later = False  # more episodes before the first shown, after the last
+        current = None
+        if data["at"]:
+            current = self._episode(episodes, data["at"])
+            before = timeline_page(episodes, limit=TIMELINE_CONTEXT, before=current)
+            after = timeline_page(episodes, limit=TIMELINE_PAGE_SIZE - TIMELINE_CONTEXT - 1,
+                                  after=current)
+            shown, earlier, later = ([*before.memories, current, *after.memories],
+                                     before.has_more, after.has_more)
+        elif data["after"]:
+            page = timeline_page(episodes, limit=TIMELINE_PAGE_SIZE,
+                                 after=self._episode(episodes, data["after"]))
+            shown, earlier, later = page.memories, True, page.has_more
+        elif data["before"]:
+            page = timeline_page(episodes, limit=TIMELINE_PAGE_SIZE,
+                                 before=self._episode(episodes, data["before"]))
+            shown, earlier, later = page.memories, page.has_more, True
+        elif data["end"]:
+            page = timeline_page(episodes, limit=TIMELINE_PAGE_SIZE,
+                                 before=datetime.max.replace(tzinfo=UTC))
+            shown, earlier = page.memories, page.has_more
+        else:
+            page = timeline_page(episodes, limit=TIMELINE_PAGE_SIZE)
+            shown, later = page.memories, page.has_more
+        here = QueryDict(mutable=True)
+        here["path"] = path
+
+        def timeline_at(place: str) -> str:
+            return with_params(QueryDict(), path=place)
+
+        return self.render("memories/timeline.html", {
+            "form": form, "path": path, "episodes": listed(shown),
+            "current_id": current.id if current else "",
+            "earlier_query": with_params(here, before=shown[0].id) if earlier and shown else "",
+            "later_query": with_params(here, after=shown[-1].id) if later and shown else "",
+            "start_query": with_params(here), "end_query": with_params(here, end="1"),
+            "crumbs": crumbs(path, timeline_at, "Root"),
+            "children": child_paths(Memory.objects.for_mind(self.mind).current().episodes(),
+                                    path, timeline_at),
+            "browse_query": with_params(QueryDict(), path=path),
+        })
+
+    @staticmethod
+    def _episode(episodes, memory_id: str) -> Memory:
+        episode = episodes.filter(pk=memory_id).first()
+        if episode is None:
+            raise Http404("No such episode on this timeline.")
+        return episode
 
 
 class TrashView(MemoryPageView):
