@@ -1,14 +1,18 @@
-"""Django admin for staff: memories (read-only; verify and unverify through the service) and
-the audit log (read-only)."""
+"""Django admin for staff: memories and their versions (read-only; verify and unverify
+through the service) and the audit log (read-only)."""
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.db import transaction
+from django.db.models import CharField, F, Func, Q, Value
 from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from memories.forms import VerifySelectionForm
-from memories.models import AuditEvent, Memory
+from memories.models import AuditEvent, Memory, MemoryVersion
+from memories.paths import InvalidPath, normalize_path
 from memories.recall import display_content
 from memories.services import VersionConflict, memory_set_verified, memory_verify_many
 from minds.admin import OwnMindsOnly
@@ -31,21 +35,54 @@ class StateFilter(admin.SimpleListFilter):
         return queryset
 
 
+class PathFilter(admin.SimpleListFilter):
+    """A top-level path and everything below it (the choices: the first segments in use,
+    one query); any deeper path works typed into the URL, ``?under=a/b``."""
+
+    title = "path"
+    parameter_name = "under"
+    shown = 50
+
+    def lookups(self, request, model_admin):
+        first = Func(F("path"), Value("/"), Value(1), function="split_part",
+                     output_field=CharField())
+        tops = (model_admin.get_queryset(request).exclude(path="").order_by()
+                .annotate(top=first).values_list("top", flat=True).distinct()
+                .order_by("top")[:self.shown])
+        return [("/", "root only")] + [(top, f"{top}/…") for top in tops]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value is None:
+            return queryset
+        if value == "/":
+            return queryset.filter(path="")
+        try:
+            path = normalize_path(value)
+        except InvalidPath:
+            return queryset.none()
+        # Memories and their versions alike (MemoryQuerySet.under, for either model).
+        return queryset.filter(Q(path=path) | Q(path__startswith=f"{path}/")) if path else queryset
+
+
 class MemoryAdmin(OwnMindsOnly, admin.ModelAdmin):
     """Read-only: memories change through the API, the web UI and the services, which keep
     versions, the audit log and embeddings in step. Staff verify and unverify with the
     actions. Credentials content is never shown here."""
 
-    list_display = ["key", "category", "priority", "source", "verified", "mind", "preview",
-                    "version", "updated_at", "deleted_at"]
-    list_filter = ["category", "priority", "verified", "source", StateFilter]
+    list_display = ["key", "category", "memory_type", "path", "priority", "source",
+                    "verified", "mind", "preview", "occurred_at", "version", "updated_at",
+                    "deleted_at"]
+    list_filter = ["category", "memory_type", PathFilter, "priority", "verified", "source",
+                   StateFilter]
     list_select_related = ["mind"]
-    search_fields = ["key", "content", "id"]
+    search_fields = ["key", "content", "id", "path"]
     ordering = ["-updated_at"]
     actions = ["verify", "unverify"]
-    fields = ["id", "mind", "category", "key", "shown_content", "tags", "priority", "source",
-              "verified", "verified_by", "verified_at", "confidence", "expires_at", "version",
-              "created_at", "updated_at", "deleted_at", "superseded_at", "superseded_by"]
+    fields = ["id", "mind", "category", "key", "memory_type", "path", "occurred_at",
+              "shown_content", "tags", "priority", "source", "verified", "verified_by",
+              "verified_at", "confidence", "expires_at", "version", "versions", "created_at",
+              "updated_at", "deleted_at", "superseded_at", "superseded_by"]
     readonly_fields = fields
 
     def get_queryset(self, request):
@@ -58,6 +95,12 @@ class MemoryAdmin(OwnMindsOnly, admin.ModelAdmin):
     @admin.display(description="content")
     def shown_content(self, memory: Memory) -> str:
         return display_content(memory)
+
+    @admin.display(description="history")
+    def versions(self, memory: Memory) -> str:
+        return format_html('<a href="{}?memory__exact={}">All {} versions</a>',
+                           reverse("admin:memories_memoryversion_changelist"), memory.pk,
+                           memory.version)
 
     def has_add_permission(self, request):
         return False
@@ -130,6 +173,44 @@ class MemoryAdmin(OwnMindsOnly, admin.ModelAdmin):
         self.message_user(request, f"{word} {changed} memory(ies).", messages.SUCCESS)
 
 
+class MemoryVersionAdmin(OwnMindsOnly, admin.ModelAdmin):
+    """The versions of memories, as written: read-only, credentials never shown."""
+
+    owner_path = "memory__mind__owner"
+    list_display = ["memory", "version", "category", "key", "memory_type", "path",
+                    "occurred_at", "preview", "recorded_by", "created_at"]
+    list_filter = ["memory_type", PathFilter, "category", "recorded_by_type"]
+    list_select_related = ["memory"]
+    search_fields = ["memory__id", "key", "path"]
+    ordering = ["memory", "-version"]
+    fields = ["memory", "version", "category", "key", "memory_type", "path", "occurred_at",
+              "shown_content", "tags", "priority", "source", "confidence", "expires_at",
+              "recorded_by_type", "recorded_by", "claimed_source", "claimed_actor",
+              "created_at"]
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        return (super().get_queryset(request).select_related("memory")
+                .defer("memory__search_vector", "memory__embedding"))
+
+    @admin.display(description="content")
+    def preview(self, version: MemoryVersion) -> str:
+        return Truncator(self.shown_content(version)).chars(80)
+
+    @admin.display(description="content")
+    def shown_content(self, version: MemoryVersion) -> str:
+        return "[credentials]" if version.is_credentials else version.content
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 class AuditEventAdmin(OwnMindsOnly, admin.ModelAdmin):
     """The audit log, append-only: nobody adds, edits or deletes an event here."""
 
@@ -150,4 +231,5 @@ class AuditEventAdmin(OwnMindsOnly, admin.ModelAdmin):
 
 
 admin.site.register(Memory, MemoryAdmin)
+admin.site.register(MemoryVersion, MemoryVersionAdmin)
 admin.site.register(AuditEvent, AuditEventAdmin)
