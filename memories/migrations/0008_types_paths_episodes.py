@@ -20,9 +20,15 @@ ALTER TABLE memories_memory ADD COLUMN seq bigint NOT NULL DEFAULT nextval('memo
 ALTER SEQUENCE memory_write_seq OWNED BY memories_memory.seq;
 """
 
+# The seq column rewrote the table in this transaction, so the update below queues the
+# deferred foreign-key checks of the rows it changes, and PostgreSQL refuses to alter a table
+# with pending trigger events ("cannot ALTER TABLE ... pending trigger events"): the checks
+# run at once (SET CONSTRAINTS ... IMMEDIATE), then the constraints are deferred again.
 DERIVE_TYPES = """
 ALTER TABLE memories_memory DISABLE TRIGGER memory_stamp_change;
 UPDATE memories_memory SET memory_type = 'identity' WHERE category = 'identity';
+SET CONSTRAINTS ALL IMMEDIATE;
+SET CONSTRAINTS ALL DEFERRED;
 ALTER TABLE memories_memory ENABLE TRIGGER memory_stamp_change;
 UPDATE memories_memoryversion SET memory_type = 'identity' WHERE category = 'identity';
 """
