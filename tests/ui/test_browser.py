@@ -1,7 +1,7 @@
 """The web UI in headless Chromium against a live server: a person reviews an agent's work."""
 
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -99,6 +99,92 @@ def test_a_person_reviews_an_agents_memory_from_search_to_restore(page, alice_mi
     assert staging.deleted_at is None and staging.version == 2
 
 
+def test_a_person_writes_an_episode_at_a_path_and_follows_it_to_its_timeline(
+        page, alice_mind, remember, screenshot):
+    earlier = remember(category="context", key="standup", memory_type="episodic",
+                       path="projects/synapse/meetings", content="Standup: ship on Friday",
+                       occurred_at=datetime(2026, 5, 1, 12, 0, tzinfo=UTC))
+    remember(category="fact", key="elsewhere", path="projects/other", content="Other work")
+    sign_in(page)
+    page.goto(f"/ui/minds/{alice_mind.id}/")
+    page.get_by_role("link", name="+ New memory").click()
+    page.get_by_label("Category").select_option("context")
+    page.get_by_label("Content").fill("Retro: we moved the release to Thursday.")
+    page.get_by_label("Type").select_option("episodic")
+    page.get_by_label("Path").fill("Projects/Synapse/Meetings")
+    page.get_by_label("Occurred at (UTC)").fill("2026-05-01T12:30:15")
+    screenshot(page, "new-episode-desktop")
+    page.get_by_role("button", name="Store memory").click()
+
+    # Its page: the type badge, the path in normal form, the moment, its neighbour.
+    expect(page.locator(".flash-success")).to_contain_text("Stored memory context/")
+    expect(page.get_by_test_id("memory-badges").get_by_test_id("type")).to_have_text(
+        "episodic")
+    expect(page.get_by_test_id("occurred-at")).to_have_text("May 1, 2026 12:30:15 UTC")
+    neighbours = page.get_by_test_id("neighbours")
+    expect(neighbours.get_by_test_id("earlier")).to_contain_text("standup")
+    memory = Memory.objects.for_mind(alice_mind).get(content__startswith="Retro")
+    assert (memory.memory_type, memory.path, memory.verified) == (
+        "episodic", "projects/synapse/meetings", True)
+
+    # The path leads to the browser there; the breadcrumb climbs, child paths lead down.
+    page.get_by_test_id("memory-path").get_by_role("link").click()
+    crumbs = page.get_by_test_id("breadcrumb")
+    expect(crumbs).to_have_text("All paths / projects / synapse / meetings")
+    cards = page.locator("article.memory")
+    expect(cards).to_have_count(2)
+    expect(cards.filter(has_text="Retro").get_by_test_id("type")).to_have_text("episodic")
+    crumbs.get_by_role("link", name="projects").click()
+    expect(crumbs).to_have_text("All paths / projects")
+    expect(cards).to_have_count(3)
+    children = page.get_by_test_id("child-paths")
+    expect(children).to_contain_text("synapse/ 2")
+    expect(children).to_contain_text("other/ 1")
+    screenshot(page, "browser-path-desktop")
+    children.get_by_role("link", name=re.compile("^synapse")).click()
+    expect(crumbs).to_have_text("All paths / projects / synapse")
+
+    # The timeline of a path holds its own episodes; sub-paths have their own.
+    page.get_by_role("link", name="Timeline", exact=True).click()
+    expect(page.get_by_role("heading", name="No episodes here")).to_be_visible()
+    page.get_by_test_id("child-paths").get_by_role("link", name=re.compile("^meetings")).click()
+    episodes = page.get_by_test_id("timeline").locator("article.memory")
+    expect(episodes).to_have_count(2)
+    expect(episodes.nth(0)).to_contain_text("standup")
+    expect(episodes.nth(1)).to_contain_text("Retro")
+    screenshot(page, "timeline-desktop")
+
+    # From an episode's page, the timeline opens at it.
+    page.goto(f"/ui/minds/{alice_mind.id}/memories/{earlier.id}")
+    expect(page.get_by_test_id("neighbours").get_by_test_id("later")).to_contain_text(
+        memory.key)
+    page.get_by_test_id("timeline-here").click()
+    expect(page.locator("#current")).to_have_attribute("data-memory-id", earlier.id)
+    expect(page.locator("#current")).to_be_in_viewport()
+
+
+def test_the_queue_filters_by_path_and_trashes_a_selection_after_asking(page, alice_mind,
+                                                                       remember):
+    remember(key="keep_me", path="home", content="Home address")
+    junk = [remember(key=f"junk_{n}", path="scratch", content=f"Noise {n}") for n in range(2)]
+    sign_in(page)
+    page.goto(f"/ui/minds/{alice_mind.id}/queue")
+    page.get_by_label("Path").fill("scratch")
+    page.get_by_role("button", name="Apply").click()
+    expect(queue_cards(page)).to_have_count(2)
+    page.get_by_label("Select all on this page").check()
+    trash = page.get_by_role("button", name=re.compile("^Move selected to trash"))
+    expect(trash).to_have_text("Move selected to trash (2)")
+    trash.click()
+    expect(page.get_by_role("heading", name="Move 2 memories to the trash?")).to_be_visible()
+    assert not Memory.objects.in_trash().exists()
+    page.get_by_role("button", name="Yes, move 2 to the trash").click()
+    expect(page.locator(".flash-success")).to_have_text("Moved 2 memories to the trash.")
+    expect(page).to_have_url(re.compile(r"/queue\?.*path=scratch$"))
+    expect(page.get_by_role("heading", name="Nothing to verify here")).to_be_visible()
+    assert {m.id for m in Memory.objects.in_trash()} == {memory.id for memory in junk}
+
+
 def test_bulk_verify_empties_the_queue(page, alice_mind, agent_memories, screenshot):
     sign_in(page)
     page.goto(f"/ui/minds/{alice_mind.id}/queue")
@@ -188,11 +274,18 @@ def test_main_pages_are_captured_on_desktop_and_phone(page, phone, alice_mind, a
              tags=["github"])
     remember(category="identity", key="user_name", content="Alice Example", priority="critical",
              expires_at=timezone.now() - timedelta(days=1))
+    for number in range(3):
+        episode = remember(category="context", key=f"turn_{number}", memory_type="episodic",
+                           path="projects/a-rather-long-project-name/conversations/today",
+                           content=f"Turn {number} of a conversation with the agent.")
     mind = f"/ui/minds/{alice_mind.id}"
     pages = {"minds": "/ui/", "browser": f"{mind}/", "queue": f"{mind}/queue",
              "memory": f"{mind}/memories/{agent_memories.id}", "keys": f"{mind}/keys",
              "stats": f"{mind}/stats", "settings": f"{mind}/settings",
-             "new-memory": f"{mind}/memories/new"}
+             "new-memory": f"{mind}/memories/new",
+             "browser-path": f"{mind}/?path={episode.path}",
+             "timeline": f"{mind}/timeline?path={episode.path}&at={episode.id}",
+             "episode": f"{mind}/memories/{episode.id}"}
     for viewer, device in ((page, "desktop"), (phone, "phone")):
         sign_in(viewer)
         for name, url in pages.items():

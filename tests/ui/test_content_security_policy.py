@@ -24,14 +24,20 @@ INLINE = {
 
 @pytest.fixture
 def a_mind_with_everything(alice, alice_mind, remember):
-    """alice's mind with a versioned memory, one in the trash and one in the queue."""
+    """alice's mind with a versioned memory, one in the trash, one in the queue, and two
+    episodes on a path (the memory returned is the first of them, versioned too)."""
     edited = remember(category="project", key="staging", content="PostgreSQL 16\nport 5433")
     memory_update(memory=edited, actor=alice, content="PostgreSQL 17\nport 5433")
     trashed = memory_store(mind=alice_mind, actor=alice, category="fact", key="old",
                            content="Gone").memory
     memory_delete(memory=trashed, actor=alice)
     remember(category="preference", key="style", content="Short answers")
-    return alice_mind, edited
+    episode = remember(category="context", key="standup", content="Standup: ship Friday",
+                       memory_type="episodic", path="projects/synapse/meetings")
+    remember(category="context", key="retro", content="Retro: do not ship on Friday",
+             memory_type="episodic", path="projects/synapse/meetings")
+    memory_update(memory=episode, actor=alice, content="Standup: ship Thursday")
+    return alice_mind, episode
 
 
 def ui_pages(mind, memory) -> list[str]:
@@ -39,13 +45,21 @@ def ui_pages(mind, memory) -> list[str]:
     return ["/ui/", f"{base}/", f"{base}/?q=postgres", f"{base}/memories/new",
             f"{base}/memories/{memory.id}", f"{base}/memories/{memory.id}?from=1&to=2",
             f"{base}/memories/{memory.id}/edit", f"{base}/queue", f"{base}/trash",
-            f"{base}/stats", f"{base}/keys", f"{base}/settings"]
+            f"{base}/stats", f"{base}/keys", f"{base}/settings",
+            f"{base}/?path=projects/synapse&memory_type=episodic", f"{base}/?path=a//b",
+            f"{base}/timeline?path=projects/synapse/meetings",
+            f"{base}/timeline?path=projects/synapse/meetings&at={memory.id}",
+            f"{base}/queue?path=projects&memory_type=episodic"]
 
 
 def admin_pages(mind, memory) -> list[str]:
+    version = memory.versions.get(version=1)
     return ["/admin/", "/admin/minds/mind/", f"/admin/minds/mind/{mind.id}/change/",
             "/admin/minds/mind/add/", "/admin/minds/mindkey/", "/admin/minds/mindkey/add/",
             "/admin/memories/memory/", f"/admin/memories/memory/{memory.id}/change/",
+            "/admin/memories/memory/?memory_type__exact=episodic&under=projects",
+            "/admin/memories/memoryversion/",
+            f"/admin/memories/memoryversion/{version.pk}/change/",
             "/admin/memories/auditevent/", "/admin/auth/user/"]
 
 
@@ -70,6 +84,9 @@ def test_every_ui_and_admin_page_has_the_policy_and_no_inline_script(a_mind_with
     responses["key created"] = client.post(f"/ui/minds/{mind.id}/keys",
                                            {"name": "shown once", "scope": "read"})
     responses["invalid form"] = client.post(f"/ui/minds/{mind.id}/memories/new", {})
+    responses["invalid timeline"] = client.get(f"/ui/minds/{mind.id}/timeline?path=../x")
+    responses["bulk trash confirmation"] = client.post(
+        f"/ui/minds/{mind.id}/queue/trash", {"ids": [f"{memory.id}:{memory.version}"]})
     problems = []
     for url, response in responses.items():
         if response.status_code not in (200, 400):
