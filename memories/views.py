@@ -43,6 +43,7 @@ from memories.quotas import QuotaExceeded
 from memories.recall import display_content
 from memories.services import (
     MemoryConflict,
+    OccurredAtNotEpisodic,
     VersionConflict,
     memory_delete,
     memory_restore,
@@ -51,7 +52,6 @@ from memories.services import (
     memory_store,
     memory_update,
 )
-from memories.services.memory import OccurredAtNotEpisodic
 from memories.stats import mind_stats
 from memories.timeline import neighbours, timeline, timeline_page
 from minds.views import MindView

@@ -15,6 +15,7 @@ from memories.services.memory import (
     IdempotencyConflict,
     IdempotentAnswer,
     MemoryConflict,
+    OccurredAtNotEpisodic,
     StoreResult,
     agent_source,
     memory_delete,
@@ -37,7 +38,8 @@ from memories.services.verification import (
 __all__ = [
     "CompactedCluster", "CredentialsContentRequired", "CredentialsNotRotated",
     "IdempotencyConflict", "IdempotentAnswer", "ImportRejected", "MemoryConflict",
-    "StoreResult", "SyncResult", "VersionConflict", "agent_source", "credentials_rotate",
+    "OccurredAtNotEpisodic", "StoreResult", "SyncResult", "VersionConflict", "agent_source",
+    "credentials_rotate",
     "memory_bulk_delete", "memory_compact", "memory_delete", "memory_purge_trash",
     "memory_restore", "memory_revert", "memory_set_verified", "memory_store",
     "memory_store_once", "memory_sync", "memory_trash_many", "memory_uncompact",

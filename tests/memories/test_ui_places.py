@@ -143,8 +143,8 @@ def test_cards_show_the_type_the_path_and_when_an_episode_happened(owner, ui, re
     html = text(owner.get(ui()))
     card = html[html.index(f'data-memory-id="{talk.id}"'):]
     card = card[:card.index("</article>")]
-    assert '<span class="badge badge-info" data-testid="type" title="memory type">episodic' \
-           in card
+    assert ('<span class="badge badge-info type-episodic" data-testid="type" '
+            'title="memory type">episodic') in card
     assert f'<a href="/ui/minds/{talk.mind_id}/?path=talks/one" data-testid="path"' in card
     assert "May 1, 2026 12:00:07 UTC" in card
     card = html[html.index(f'data-memory-id="{fact.id}"'):]

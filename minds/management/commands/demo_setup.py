@@ -21,6 +21,7 @@ DEMO_PERMISSIONS = [
     ("minds", "mindkey", ("view", "add", "change")),
     ("memories", "memory", ("view", "change")),
     ("memories", "auditevent", ("view",)),
+    ("memories", "memoryversion", ("view",)),
 ]
 
 
