@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NamedTuple
 
+from django.db import connection
 from django.db.models import Count, Q
 
 from memories.models import Category, Memory, Priority, default_memory_type
@@ -48,10 +49,35 @@ def recall_memories(mind: Mind):
     return memories
 
 
-def recall_items(memories) -> Iterable[RecallItem]:
-    """Stream a queryset (already in recall order) as RecallItems."""
-    for row in memories.values_list(*RECALL_FIELDS).iterator(chunk_size=500):
+def recall_items(memories, *, whole: bool = False) -> Iterable[RecallItem]:
+    """Stream a queryset (already in recall order) as RecallItems; ``whole``: every row
+    will be read (:func:`read_through`)."""
+    rows = memories.values_list(*RECALL_FIELDS)
+    for row in (read_through(rows) if whole else rows.iterator(chunk_size=500)):
         yield RecallItem(*row)
+
+
+def read_through(queryset, chunk_size: int = 500) -> Iterator:
+    """Iterate ``queryset`` in chunks over a cursor planned for reading every row.
+
+    PostgreSQL plans a server-side cursor for its first tenth of rows by default
+    (``cursor_tuple_fraction``), so a recall narrowed by a filter (a path: a tenth of the
+    mind) walked the recall-order index over the whole mind, filtering — twice the time of
+    reading the few rows through the path index and sorting them (bench/results/core.md).
+    The setting applies when the cursor is declared (the first row), and only then."""
+    rows = queryset.iterator(chunk_size=chunk_size)
+    with connection.cursor() as cursor:
+        cursor.execute("SET cursor_tuple_fraction = 1")
+        try:
+            first = next(rows, _END)
+        finally:
+            cursor.execute("RESET cursor_tuple_fraction")
+    if first is not _END:
+        yield first
+        yield from rows
+
+
+_END = object()
 
 
 def estimate_tokens(text: str) -> int:

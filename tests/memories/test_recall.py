@@ -333,6 +333,41 @@ def test_streamed_recall_with_a_path_names_it_and_counts_its_tokens(
     assert whole["tokens"] == estimate_tokens(text)
 
 
+def test_a_narrowed_recall_reads_its_rows_in_order_and_restores_the_planner_setting(
+        agent, placed, monkeypatch):
+    """Unbudgeted and narrowed, recall plans its cursor for every row (recall.read_through)
+    and puts the setting back: later cursors on the connection plan as before."""
+    from django.db import connection
+
+    from memories import recall
+
+    def fraction() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW cursor_tuple_fraction")
+            return cursor.fetchone()[0]
+
+    before = fraction()
+    seen = []
+
+    def watched(queryset, chunk_size=500):
+        seen.append(str(queryset.query))
+        yield from read_through(queryset, chunk_size)
+
+    read_through = recall.read_through
+    monkeypatch.setattr(recall, "read_through", watched)
+    from memories.api.views import core
+    monkeypatch.setattr(core, "read_through", watched)
+    text = agent.get("/memory/recall?path=projects").content.decode()
+    body = agent.get("/memory/recall?path=projects&format=json").json()
+    assert len(seen) == 2 and fraction() == before
+    keys = [line.strip() for line in text.splitlines() if line.startswith("  ")][::2]
+    assert keys == [memory["key"] for memory in body["memories"]]
+    assert {memory["path"].split("/")[0] for memory in body["memories"]} == {"projects"}
+    agent.get("/memory/recall")
+    agent.get("/memory/recall?path=projects&budget=500")
+    assert len(seen) == 2  # the whole mind, and budgeted scans, keep the default plan
+
+
 # -- Low priority may be summarised ------------------------------------------------------------
 
 LEFT_OUT = "Left out (low priority"

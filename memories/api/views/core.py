@@ -29,6 +29,7 @@ from memories.api.serializers.memory import (
 from memories.recall import (
     build_recall,
     count_recall,
+    read_through,
     recall_items,
     recall_memories,
     stream_text,
@@ -43,6 +44,9 @@ from memories.services import (
     memory_update,
 )
 from synapse.api import MIND_PARAMETER, Conflict, page_of
+
+# The filters that narrow a recall to part of the mind (RecallQuerySerializer).
+RECALL_FILTERS = {"path", "memory_type", "category", "tag"}
 
 
 def store_answer(result: StoreResult) -> tuple[int, dict]:
@@ -147,14 +151,18 @@ class CoreActions:
         memories = self.filter_queryset(recall_memories(mind))
         budget, path = query.get("budget"), query.get("path", "")
         as_json = query["format"] == "json"
+        # Unbudgeted and narrowed by a filter: every row of a small part of the mind is
+        # read, so the cursor is planned for that (recall.read_through).
+        whole = budget is None and bool(RECALL_FILTERS & request.query_params.keys())
         if query.get("q"):
             from memories.search import rank_for_recall
 
             ordered = rank_for_recall(mind=mind, memories=memories, query=query["q"])
         elif as_json:
-            ordered = memories.recall_order().without_vectors().iterator(chunk_size=500)
+            rows = memories.recall_order().without_vectors()
+            ordered = read_through(rows) if whole else rows.iterator(chunk_size=500)
         else:
-            ordered = recall_items(memories.recall_order())
+            ordered = recall_items(memories.recall_order(), whole=whole)
         if budget is None:
             # Up to STREAM_CHUNK memories are answered whole, with no count query; past
             # that the rest is streamed after the head already read.
