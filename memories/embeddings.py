@@ -7,6 +7,7 @@ import math
 import os
 import threading
 import time
+from datetime import UTC
 from pathlib import Path
 
 from django.conf import settings
@@ -14,7 +15,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Q
 
-from memories.models import Category, Memory
+from memories.models import Category, Memory, MemoryType
 from minds.models import Mind
 
 logger = logging.getLogger("synapse.embeddings")
@@ -66,10 +67,16 @@ def get_model():
 
 
 def embedding_text(memory: Memory) -> str:
-    """What the model reads for a memory: its key in words, tags and content."""
+    """What the model reads for a memory: its key in words, tags and content; an episode's
+    date first (``8 May 2023, d1t3: Caroline: …``; on LoCoMo the date lifts semantic
+    recall@10 from 0.51 to 0.57, docs/search.md)."""
     key_words = memory.key.replace("_", " ")
     tags = f" ({', '.join(memory.tags)})" if memory.tags else ""
-    return f"{key_words}{tags}: {memory.content}"
+    when = ""
+    if memory.memory_type == MemoryType.EPISODIC and memory.occurred_at is not None:
+        moment = memory.occurred_at.astimezone(UTC)
+        when = f"{moment.day} {moment:%B %Y}, "
+    return f"{when}{key_words}{tags}: {memory.content}"
 
 
 def embed_texts(texts: list[str]) -> list[list[float]]:
@@ -109,7 +116,8 @@ def embed_batch(*, limit: int, mind: Mind | None = None) -> int:
     with transaction.atomic():
         claimed = list(pending_memories(mind).select_for_update(skip_locked=True)
                        .order_by("updated_at").only("id", "key", "tags", "content",
-                                                    "category")[:limit])
+                                                    "category", "memory_type",
+                                                    "occurred_at")[:limit])
         if not claimed:
             return 0
         vectors = embed_texts([embedding_text(memory) for memory in claimed])

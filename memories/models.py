@@ -6,6 +6,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import Case, F, Q, Value, When
+from django.db.models.functions import Now
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
@@ -129,8 +130,8 @@ class MemoryQuerySet(models.QuerySet):
         return self.order_by("occurred_at", "seq")
 
     def without_vectors(self) -> "MemoryQuerySet":
-        """Without loading the search vector and the embedding (large, rarely read)."""
-        return self.defer("search_vector", "embedding")
+        """Without loading the search vectors and the embedding (large, rarely read)."""
+        return self.defer("search_vector", "embedding", "context_vector")
 
     def recall_order(self) -> "MemoryQuerySet":
         """Critical first, then high, normal, low; most recently updated first within each."""
@@ -192,6 +193,13 @@ class Memory(models.Model):
     embedding = VectorField(dimensions=settings.SYNAPSE["EMBEDDING_DIM"], null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True, default="")
     embedding_pending = models.BooleanField(default=True)
+    # An episode's context (memories.context, docs/search.md): the words of the episodes
+    # around it on its timeline and its date, at a weight below its own words, and the ids
+    # of that window in timeline order (itself included). Derived, never versioned nor
+    # exported: kept by the worker from ContextQueue, which a trigger fills.
+    context_vector = SearchVectorField(null=True, blank=True, editable=False)
+    context_ids = ArrayField(models.CharField(max_length=40), default=list, blank=True,
+                             editable=False)
     # Stamped by a database trigger (migration 0003) with the id of the writing transaction,
     # so the diff cursor (memories.sync) covers every write path, raw SQL included.
     change_txid = models.BigIntegerField(null=True, blank=True, editable=False)
@@ -238,6 +246,7 @@ class Memory(models.Model):
             models.Index(fields=["mind", "path", "occurred_at", "seq"], name="memory_timeline",
                          condition=Q(memory_type=MemoryType.EPISODIC, deleted_at__isnull=True,
                                      superseded_at__isnull=True)),
+            GinIndex(fields=["context_vector"], name="memory_context_vector"),
         ]
 
     def __str__(self) -> str:
@@ -256,6 +265,21 @@ class Memory(models.Model):
 # Fields whose change makes a new version (and that a version snapshot keeps).
 VERSIONED_FIELDS = ("category", "key", "content", "tags", "priority", "confidence", "expires_at",
                     "source", "memory_type", "path", "occurred_at")
+
+
+class ContextQueue(models.Model):
+    """Episodes whose context must be rebuilt (memories.context). A database trigger
+    (migration 0010) adds an episode and the episodes around it whenever a write changes
+    its words or its place on a timeline — through any path, raw SQL included; the worker
+    takes rows with SKIP LOCKED and deletes them. Rows may repeat: appending never waits
+    on another writer."""
+
+    id = models.BigAutoField(primary_key=True)
+    memory_id = models.CharField(max_length=40)  # no foreign key: the memory may be purged
+    queued_at = models.DateTimeField(db_default=Now())
+
+    def __str__(self) -> str:
+        return f"context of {self.memory_id}"
 
 
 class MemoryVersion(models.Model):

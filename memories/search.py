@@ -7,9 +7,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from django.db import connection, transaction
+from django.db.models import Case, FloatField, Q, When
 from django.db.models.expressions import RawSQL
 from pgvector.django import CosineDistance
 
+from memories import ranking
 from memories.embeddings import embed_query, model_name
 from memories.models import Category, Memory
 from memories.query import (
@@ -32,9 +34,6 @@ FUSION_CANDIDATES = 50
 # hybrid_search's candidates a side; both sides then score the union of the two lists
 # (measured on LoCoMo: bench/results/retrieval.md).
 HYBRID_CANDIDATES = 100
-# Hybrid: share of the keyword side in the fused score (measured on LoCoMo, see
-# bench/results/retrieval.md); the semantic side gets the rest.
-HYBRID_KEYWORD_WEIGHT = 0.6
 SEMANTIC_EF_SEARCH = 100
 _MARK_START, _MARK_END = "\ue000", "\ue001"
 _HEADLINE_OPTIONS = (f"StartSel={_MARK_START}, StopSel={_MARK_END}, MaxWords=30, MinWords=12, "
@@ -88,10 +87,12 @@ class KeywordResult:
     hits: list[tuple[str, float]] = field(default_factory=list)
     matched: str = "all"
     ignored_terms: list[str] = field(default_factory=list)
+    # Hybrid: each hit's parts (memories.ranking), for explain=true.
+    parts: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
-                   partial: bool = False) -> KeywordResult:
+                   partial: bool = False, context: bool = False) -> KeywordResult:
     """Rank ``memories`` (a single-table queryset) by the parsed query.
 
     Memories matching every clause come first, ranked by how well they match; when none
@@ -99,7 +100,9 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
     memories matching some of the words are ranked instead, each word counting by its
     rarity in the mind (BM25's idf) and its weight (key and tags above content).
     ``partial`` ranks partial matches of a plain question after the full ones even when
-    full ones exist (hybrid search's keyword side).
+    full ones exist (hybrid search's keyword side). ``context`` ranks an episode with its
+    context too (memories.context: its neighbours' words and its date, weight C); plain
+    keyword search keeps to a memory's own words.
     """
     terms = parsed.terms
     live = _live_terms(terms + list(parsed.excluded))
@@ -122,8 +125,15 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
         term_columns.append(f"{sql} AS t{position}")
         params += term_params
     any_sql = " || ".join(f"q.t{position}" for position in range(len(unique_terms)))
-    flags = ", ".join(f"memories_memory.search_vector @@ q.t{position} AS m{position}, "
-                      f"ts_rank('{RANK_WEIGHTS}', memories_memory.search_vector, q.t{position}, "
+    document = "memories_memory.search_vector"
+    found = f"memories_memory.search_vector @@ ({any_sql})"
+    if context:
+        # Two GIN indexes, one per document; the rank reads both as one.
+        document = ("(memories_memory.search_vector || "
+                    "coalesce(memories_memory.context_vector, ''::tsvector))")
+        found = f"({found} OR memories_memory.context_vector @@ ({any_sql}))"
+    flags = ", ".join(f"{document} @@ q.t{position} AS m{position}, "
+                      f"ts_rank('{RANK_WEIGHTS}', {document}, q.t{position}, "
                       f"{RANK_NORMALIZATION}) AS r{position}"
                       for position in range(len(unique_terms)))
     all_sql = " AND ".join("(" + " OR ".join(f"c.m{index[term]}" for term in clause) + ")"
@@ -153,7 +163,7 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
         c AS (
             SELECT memories_memory.id, {flags}
             FROM memories_memory, q
-            WHERE {where} AND memories_memory.search_vector @@ ({any_sql}) {exclusion}
+            WHERE {where} AND {found} {exclusion}
         ),
         s AS (
             SELECT c.*, ({all_sql}) AS all_match,
@@ -209,66 +219,56 @@ def semantic_search(memories, vector: list[float], *, limit: int,
 
 # -- Hybrid ------------------------------------------------------------------------------
 
-def similarities(memories, ids, vector: list[float]) -> dict[str, float]:
-    """Cosine similarity of ``vector`` to each memory of ``ids`` among ``memories`` that
-    holds a vector of the configured model; one query, whatever the number of ids."""
-    if not ids:
-        return {}
-    rows = (memories.filter(id__in=list(ids), embedding_model=model_name(),
-                            embedding__isnull=False)
-            .annotate(distance=CosineDistance("embedding", vector))
-            .values_list("id", "distance"))
-    return {memory_id: 1.0 - float(distance) for memory_id, distance in rows}
+def hybrid_search(memories, text: str, *, limit: int, parsed: ParsedQuery | None = None,
+                  tuning: ranking.Tuning | None = None, context: bool = True) -> KeywordResult:
+    """Keyword and semantic candidates, HYBRID_CANDIDATES a side, ranked by
+    memories.ranking: fused, a share of the neighbouring turns' scores added, the best
+    reranked. The keyword side ranks partial matches of a plain question too (the fusion
+    decides, not the AND rule) and, with ``context``, an episode's context with it.
+    ``parsed`` defaults to the plain words of ``text``; the result's ``matched`` and
+    ``ignored_terms`` describe the keyword side, its ``hits`` the ranking and ``parts``
+    each hit's share of it."""
+    candidates, result = hybrid_candidates(memories, text, parsed=parsed,
+                                           depth=max(limit, HYBRID_CANDIDATES),
+                                           context=context)
+    hits = ranking.rank(candidates, ranking.Question.of(text), tuning or ranking.Tuning())
+    hits = hits[:limit]
+    result.hits = [(hit.id, hit.score) for hit in hits]
+    result.parts = {hit.id: hit.parts for hit in hits}
+    return result
 
 
-def fuse(keyword: list[tuple[str, float]], semantic: list[tuple[str, float]], *,
-         keyword_weight: float = HYBRID_KEYWORD_WEIGHT,
-         similarity: dict[str, float] | None = None) -> list[tuple[str, float]]:
-    """Fuse two ranked lists by normalised scores, weighted; a memory found by both
-    sides adds both parts.
-
-    Keyword scores are divided by the best one. Semantic scores (cosine similarities)
-    are min-max normalised over every candidate that has one: the semantic list, plus
-    the keyword candidates whose similarity ``similarity`` gives (hybrid_search passes
-    it for the keyword-only ones, so the semantic side scores the whole union instead
-    of counting 0 for a memory it merely ranked below its cut). A memory without a
-    score on a side gets 0 for that side."""
-    fused: dict[str, float] = {}
-    if keyword:
-        best = max(score for _id, score in keyword) or 1.0
-        for memory_id, score in keyword:
-            fused[memory_id] = keyword_weight * score / best
-    cosines = dict(similarity or {})
-    cosines.update(semantic)
-    if cosines:
-        best = max(cosines.values())
-        worst = min(cosines.values())
-        spread = (best - worst) or 1.0
-        for memory_id, score in cosines.items():
-            fused[memory_id] = (fused.get(memory_id, 0.0)
-                                + (1 - keyword_weight) * (score - worst) / spread)
-    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
-
-
-def hybrid_search(memories, text: str, *, limit: int, parsed: ParsedQuery | None = None
-                  ) -> KeywordResult:
-    """Keyword and semantic candidates, HYBRID_CANDIDATES a side, fused (see ``fuse``);
-    both sides score the union. The keyword side ranks partial matches of a plain
-    question too: the fusion decides, not the AND rule. ``parsed`` defaults to the plain
-    words of ``text``; the result's ``matched`` and ``ignored_terms`` describe the
-    keyword side, its ``hits`` the fused ranking."""
+def hybrid_candidates(memories, text: str, *, parsed: ParsedQuery | None = None,
+                      depth: int = HYBRID_CANDIDATES, context: bool = True
+                      ) -> tuple[ranking.Candidates, KeywordResult]:
+    """Everything memories.ranking needs for ``text``, in four queries whatever the
+    number of candidates: the keyword side, the query's embedding and the semantic side,
+    then the union's similarities, context windows, texts and moments in one."""
     parsed = parsed or words_query(text)
-    depth = max(limit, HYBRID_CANDIDATES)
-    result = (keyword_search(memories, parsed, limit=depth, partial=True) if parsed
-              else KeywordResult())
+    result = (keyword_search(memories, parsed, limit=depth, partial=True, context=context)
+              if parsed else KeywordResult())
     vector = embed_query(text)
     semantic = semantic_search(memories, vector, limit=depth)
-    # The keyword-only candidates get their similarity from one more query.
-    found = {memory_id for memory_id, _score in semantic}
-    similarity = similarities(memories, [memory_id for memory_id, _score in result.hits
-                                         if memory_id not in found], vector)
-    result.hits = fuse(result.hits, semantic, similarity=similarity)[:limit]
-    return result
+    candidates = ranking.Candidates(keyword=result.hits, semantic=semantic)
+    ids = {memory_id for memory_id, _score in semantic} | {
+        memory_id for memory_id, _score in result.hits}
+    if ids:
+        current = Q(embedding__isnull=False, embedding_model=model_name())
+        rows = (memories.filter(id__in=ids)
+                .annotate(distance=Case(When(current, then=CosineDistance("embedding", vector)),
+                                        default=None, output_field=FloatField()))
+                .values_list("id", "distance", "context_ids", "category", "content",
+                             "occurred_at"))
+        for memory_id, distance, window, category, content, moment in rows:
+            if distance is not None:
+                candidates.cosine[memory_id] = 1.0 - float(distance)
+            if window:
+                candidates.windows[memory_id] = window
+            if category != Category.CREDENTIALS:
+                candidates.texts[memory_id] = content
+            if moment is not None:
+                candidates.moments[memory_id] = moment
+    return candidates, result
 
 
 # -- Presentation ------------------------------------------------------------------------

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 AGENT_DEFAULT_CONFIDENCE = 0.7
 USER_DEFAULT_CONFIDENCE = 1.0
 # Fields whose change alters what a memory means, and so its embedding.
-EMBEDDED_FIELDS = ("category", "key", "content", "tags")
+# What the model reads (memories.embeddings.embedding_text): a change re-embeds.
+EMBEDDED_FIELDS = ("category", "key", "content", "tags", "memory_type", "occurred_at")
 
 
 class MemoryConflict(Exception):

@@ -160,3 +160,25 @@ def test_a_human_reads_the_status_of_a_mind_they_own(human, alice_mind, bob_mind
     body = response.json()
     assert (body["total"], body["pending"], body["done"]) == (1, 1, 0)
     assert human.get("/memory/embed-batch-status", {"mind": bob_mind.id}).status_code == 404
+
+
+@pytest.mark.django_db
+def test_an_episode_s_date_is_part_of_what_the_model_reads_and_moving_it_re_embeds(
+        remember, alice_key):
+    from datetime import UTC, datetime
+
+    from memories.embeddings import embedding_text
+    from memories.services import memory_update
+    from minds.authentication import AgentPrincipal
+
+    episode = remember(category="context", key="turn_3", content="Caroline: I went there",
+                       memory_type="episodic", occurred_at=datetime(2023, 5, 8, 13, 56,
+                                                                    tzinfo=UTC))
+    fact = remember(category="fact", key="city", content="Lives in Lisbon")
+    assert embedding_text(episode) == "8 May 2023, turn 3: Caroline: I went there"
+    assert embedding_text(fact) == "city: Lives in Lisbon"
+    embed_batch(limit=10)
+    memory_update(memory=Memory.objects.get(pk=episode.pk), actor=AgentPrincipal(
+        key=alice_key[0]), occurred_at=datetime(2023, 6, 1, tzinfo=UTC))
+    assert Memory.objects.get(pk=episode.pk).embedding_pending
+    assert not Memory.objects.get(pk=fact.pk).embedding_pending

@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from memories.embeddings import embed_batch, get_model, model_name
 from memories.models import Memory
-from memories.search import fuse, hybrid_search, iterative_scan, semantic_search
+from memories.search import hybrid_search, iterative_scan, semantic_search
 from memories.services import memory_store
 from minds.services import mind_create
 
@@ -232,18 +232,6 @@ def test_memories_stored_through_the_service_reach_semantic_search(model, alice,
     hits = semantic_search(Memory.objects.for_mind(alice_mind), get_model().encode(
         "colour of the sky", normalize_embeddings=True).tolist(), limit=1)
     assert len(hits) == 1 and hits[0][1] > 0.5
-
-
-def test_fuse_scores_keyword_only_candidates_by_their_similarity():
-    keyword = [("a", 2.0), ("b", 1.0)]
-    semantic = [("c", 0.8), ("d", 0.2)]
-    # Without similarities "b" counts 0 on the semantic side; with one it is normalised
-    # over the whole union like the semantic list.
-    assert dict(fuse(keyword, semantic, keyword_weight=0.5))["b"] == pytest.approx(0.25)
-    fused = dict(fuse(keyword, semantic, keyword_weight=0.5, similarity={"b": 0.5}))
-    assert fused["b"] == pytest.approx(0.25 + 0.5 * (0.5 - 0.2) / 0.6)
-    assert fused["a"] == pytest.approx(0.5) and fused["c"] == pytest.approx(0.5)
-    assert fused["d"] == pytest.approx(0.0)
 
 
 def test_hybrid_search_reads_the_union_s_similarities_in_one_query(alice_mind, corpus):

@@ -22,6 +22,9 @@ class SearchQuerySerializer(SearchFiltersSerializer):
                               help_text="Words are ANDed; \"exact phrase\", prefix*, a OR b, "
                                         "-excluded. See docs/search.md.")
     mode = serializers.ChoiceField(choices=["keyword", "semantic", "hybrid"], default="keyword")
+    explain = serializers.BooleanField(
+        default=False, help_text="Add each hit's share of its score: keyword, semantic, "
+                                 "neighbour and rerank in hybrid mode (docs/search.md).")
 
 
 class SemanticSearchQuerySerializer(SearchFiltersSerializer):
@@ -43,9 +46,13 @@ class SearchHitSerializer(MemorySerializer):
     score = serializers.FloatField()
     snippet = serializers.CharField(allow_null=True,
                                     help_text="HTML-safe; matched words in <mark>.")
+    explain = serializers.DictField(
+        child=serializers.FloatField(), required=False,
+        help_text="With explain=true: the parts that add up to the score (keyword, semantic, "
+                  "neighbour, rerank in hybrid mode; the one side's score otherwise).")
 
     class Meta(MemorySerializer.Meta):
-        fields = [*MemorySerializer.Meta.fields, "score", "snippet"]
+        fields = [*MemorySerializer.Meta.fields, "score", "snippet", "explain"]
 
 
 class SearchResponseSerializer(serializers.Serializer):
@@ -98,10 +105,14 @@ class EmbedBatchResponseSerializer(EmbeddingStatusSerializer):
     embedded = serializers.IntegerField()
 
 
-def search_hits(loaded) -> list[dict]:
-    """``(memory, score, snippet)`` triples (memories.search.load_hits) as the answer lists them."""
+def search_hits(loaded, parts: dict[str, dict[str, float]] | None = None) -> list[dict]:
+    """``(memory, score, snippet)`` triples (memories.search.load_hits) as the answer lists
+    them; with ``parts`` (explain=true), each hit's parts of its score."""
     rows = []
     for memory, score, snippet in loaded:
         memory.score, memory.snippet = round(score, 6), snippet
+        if parts is not None:
+            memory.explain = {name: round(value, 6)
+                              for name, value in parts.get(memory.id, {}).items()}
         rows.append(memory)
     return SearchHitSerializer(rows, many=True).data

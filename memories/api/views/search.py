@@ -49,9 +49,10 @@ class SearchActions:
         query = self.query
         text, mode, limit = query["q"], query["mode"], query["limit"]
         memories = self.searchable()
-        matched, ignored = "all", []
+        matched, ignored, parts = "all", [], None
         if mode == "semantic":
             hits = search.semantic_search(memories, embeddings.embed_query(text), limit=limit)
+            parts = {memory_id: {"semantic": score} for memory_id, score in hits}
         else:
             try:
                 parsed = parse_query(text)
@@ -62,9 +63,11 @@ class SearchActions:
             else:
                 result = search.keyword_search(memories, parsed, limit=limit)
             hits, matched, ignored = result.hits, result.matched, result.ignored_terms
+            parts = result.parts or {memory_id: {"keyword": score} for memory_id, score in hits}
         if not hits:
             matched = "none"
-        results = search_hits(search.load_hits(hits, text))
+        results = search_hits(search.load_hits(hits, text),
+                              parts if query["explain"] else None)
         return Response({"query": text, "mode": mode, "matched": matched,
                          "ignored_terms": ignored, "count": len(results), "results": results})
 

@@ -1,4 +1,5 @@
-"""``manage.py embed_worker``: embed marked memories in batches until stopped."""
+"""``manage.py embed_worker``: embed marked memories and rebuild queued episode contexts
+(memories.context) in batches until stopped."""
 
 import logging
 import signal
@@ -8,13 +9,15 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import DatabaseError, close_old_connections
 
+from memories.context import rebuild_contexts
 from memories.embeddings import embed_batch, get_model, note_worker_alive
 
 logger = logging.getLogger("synapse.embeddings")
 
 
 class Command(BaseCommand):
-    help = "Embed memories marked as needing an embedding; several workers may run at once."
+    help = ("Embed memories marked as needing an embedding and rebuild queued episode "
+            "contexts; several workers may run at once.")
 
     def add_arguments(self, parser):
         parser.add_argument("--batch-size", type=int,
@@ -34,6 +37,9 @@ class Command(BaseCommand):
             close_old_connections()
             try:
                 note_worker_alive(seconds=max(30.0, 3 * idle_sleep))
+                # Contexts first: one statement for many episodes, far cheaper than the
+                # model, so an episode's neighbours are searchable before its vector is.
+                contexts = rebuild_contexts()
                 done = embed_batch(limit=batch_size)
             except DatabaseError as error:
                 if once:
@@ -45,9 +51,11 @@ class Command(BaseCommand):
             total += done
             if done:
                 logger.info("embedded %d memories (%d since start)", done, total)
-            elif once:
-                break
-            else:
+            if contexts:
+                logger.info("rebuilt %d episode contexts", contexts)
+            if not done and not contexts:
+                if once:
+                    break
                 time.sleep(idle_sleep)
         self.stdout.write(f"embedded {total} memories")
 
