@@ -20,8 +20,9 @@ each question are read once (memories.search.hybrid_candidates) and ranked again
 each tuning (memories.ranking.rank): the same code search runs. Tuning is chosen on four
 conversations and measured on the fifth, for each fold; the report gives the mean of the
 held-out folds. Latency is measured through ``GET /memory/search`` in process. Runs on a
-throwaway embedded PostgreSQL unless --data-dir (kept, and reused) is given. The data set
-is read in place, never copied.
+throwaway embedded PostgreSQL unless --data-dir (kept, and reused) is given; there the
+candidates are kept too (candidates.pickle): delete that file after changing how they are
+read. The data set is read in place, never copied.
 """
 
 import argparse
@@ -41,9 +42,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10, 20)
-GRID = {"keyword_weight": (0.3, 0.4, 0.5, 0.6, 0.7),
-        "neighbour_share": (0.0, 0.1, 0.2, 0.3, 0.4),
-        "rerank_weight": (0.0, 0.05, 0.1, 0.2, 0.3)}
+GRID = {"keyword_weight": (0.4, 0.5, 0.6, 0.7),
+        "neighbour_share": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
+        "rerank_weight": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)}
 LATENCY_QUESTIONS = 200
 
 
@@ -190,6 +191,23 @@ def collect(minds, conversations, *, contexts: bool):
     return rows
 
 
+def collected(data_dir, episode_minds, turn_minds, conversations):
+    """The candidates of every question of both protocols; kept in ``data_dir`` (with
+    --data-dir) so a rerun that only changes the ranking skips the queries."""
+    import pickle
+
+    cache = Path(data_dir) / "candidates.pickle" if data_dir else None
+    if cache is not None and cache.exists():
+        return pickle.loads(cache.read_bytes())  # noqa: S301 - written by this script
+    started = time.monotonic()
+    rows = (collect(episode_minds, conversations, contexts=True),
+            collect(turn_minds, conversations, contexts=False))
+    print(f"collected the candidates in {time.monotonic() - started:.1f}s", flush=True)
+    if cache is not None:
+        cache.write_bytes(pickle.dumps(rows))
+    return rows
+
+
 def latency(minds, conversations) -> dict[str, list[float]]:
     """Seconds per ``GET /memory/search`` of each mode, through the API in process."""
     from rest_framework.test import APIClient
@@ -283,8 +301,7 @@ def main():
         episode_minds = load(conversations, "episodes")
         turn_minds = load(conversations, "turns")
         run_worker()
-        episodes = collect(episode_minds, conversations, contexts=True)
-        turns = collect(turn_minds, conversations, contexts=False)
+        episodes, turns = collected(args.data_dir, episode_minds, turn_minds, conversations)
         samples = [conversation["sample_id"] for conversation in conversations]
         folds, scores = cross_validate(episodes, samples)
         shipped = Tuning()

@@ -46,9 +46,9 @@ _YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
 class Tuning:
     """The ranking's parameters; the defaults are what cross-validation chose."""
 
-    keyword_weight: float = 0.5
-    neighbour_share: float = 0.2
-    rerank_weight: float = 0.1
+    keyword_weight: float = 0.6
+    neighbour_share: float = 0.4
+    rerank_weight: float = 0.5
 
 
 @dataclass
@@ -67,6 +67,9 @@ class Candidates:
     windows: dict[str, list[str]] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
     moments: dict[str, datetime] = field(default_factory=dict)
+    # rerank_features of a candidate, once per question (the features do not depend on
+    # the tuning, and the benchmark ranks the same candidates under many tunings).
+    features: dict[str, float] = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -155,8 +158,12 @@ def rank(candidates: Candidates, question: Question, tuning: Tuning = Tuning()
             candidates.windows.get(memory_id), memory_id, fused)
     scored = sorted(parts, key=lambda memory_id: (-sum(parts[memory_id].values()), memory_id))
     for memory_id in scored[:RERANK_DEPTH]:
-        parts[memory_id]["rerank"] = tuning.rerank_weight * rerank_features(
-            question, candidates.texts.get(memory_id, ""), candidates.moments.get(memory_id))
+        if tuning.rerank_weight and memory_id not in candidates.features:
+            candidates.features[memory_id] = rerank_features(
+                question, candidates.texts.get(memory_id, ""),
+                candidates.moments.get(memory_id))
+        parts[memory_id]["rerank"] = (tuning.rerank_weight
+                                      * candidates.features.get(memory_id, 0.0))
     for memory_id in scored[RERANK_DEPTH:]:
         parts[memory_id]["rerank"] = 0.0
     hits = [RankedHit(memory_id, sum(part.values()), part) for memory_id, part in parts.items()]
