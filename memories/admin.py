@@ -65,6 +65,19 @@ class PathFilter(admin.SimpleListFilter):
         return queryset.filter(Q(path=path) | Q(path__startswith=f"{path}/")) if path else queryset
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows nobody adds, edits or deletes here (versions, the audit log)."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 class MemoryAdmin(OwnMindsOnly, admin.ModelAdmin):
     """Read-only: memories change through the API, the web UI and the services, which keep
     versions, the audit log and embeddings in step. Staff verify and unverify with the
@@ -173,7 +186,7 @@ class MemoryAdmin(OwnMindsOnly, admin.ModelAdmin):
         self.message_user(request, f"{word} {changed} memory(ies).", messages.SUCCESS)
 
 
-class MemoryVersionAdmin(OwnMindsOnly, admin.ModelAdmin):
+class MemoryVersionAdmin(OwnMindsOnly, ReadOnlyAdmin):
     """The versions of memories, as written: read-only, credentials never shown."""
 
     owner_path = "memory__mind__owner"
@@ -201,17 +214,8 @@ class MemoryVersionAdmin(OwnMindsOnly, admin.ModelAdmin):
     def shown_content(self, version: MemoryVersion) -> str:
         return "[credentials]" if version.is_credentials else version.content
 
-    def has_add_permission(self, request):
-        return False
 
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-class AuditEventAdmin(OwnMindsOnly, admin.ModelAdmin):
+class AuditEventAdmin(OwnMindsOnly, ReadOnlyAdmin):
     """The audit log, append-only: nobody adds, edits or deletes an event here."""
 
     list_display = ["created_at", "action", "actor_type", "actor_label", "mind", "memory_id"]
@@ -219,15 +223,6 @@ class AuditEventAdmin(OwnMindsOnly, admin.ModelAdmin):
     list_select_related = ["mind"]
     search_fields = ["memory_id", "actor_label", "action", "mind__id", "mind__name"]
     date_hierarchy = "created_at"
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 admin.site.register(Memory, MemoryAdmin)

@@ -17,14 +17,6 @@ def mind(alice_mind):
 
 
 @pytest.fixture
-def episode(remember):
-    def _episode(key, at, path="talks/one"):
-        return remember(category="context", key=key, content=f"turn {key}",
-                        memory_type="episodic", path=path, occurred_at=at)
-    return _episode
-
-
-@pytest.fixture
 def turns(episode):
     # Written out of order; t3 and t4 share a moment (written t3 first).
     return {key: episode(key, at) for key, at in [

@@ -17,14 +17,6 @@ PATH = "talks/one"
 
 
 @pytest.fixture
-def episode(remember):
-    def _episode(key, at, path=PATH, **fields):
-        return remember(category="context", key=key, content=f"turn {key}",
-                        memory_type="episodic", path=path, occurred_at=at, **fields)
-    return _episode
-
-
-@pytest.fixture
 def turns(episode):
     # Written out of order; t3, t4 and t5 share a moment (written in that order).
     return {key: episode(key, at) for key, at in [

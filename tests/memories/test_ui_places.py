@@ -23,14 +23,6 @@ T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def episode(remember):
-    def _episode(key, at, path="talks/one", **fields):
-        return remember(category="context", key=key, content=f"turn {key}",
-                        memory_type="episodic", path=path, occurred_at=at, **fields)
-    return _episode
-
-
-@pytest.fixture
 def turns(episode):
     """Written out of order; t3 and t4 share a moment (t3 written first)."""
     return {key: episode(key, at) for key, at in [
