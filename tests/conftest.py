@@ -13,6 +13,13 @@ from minds.services import key_issue, mind_create
 PASSWORD = "correct horse battery staple"
 
 
+@pytest.fixture(autouse=True)
+def _no_rate_limit_sweep(monkeypatch):
+    """The rate-limit table is swept on one request in a thousand, at random: never in a
+    test, so that a request issues the same queries every time (query-count tests)."""
+    monkeypatch.setattr("synapse.throttling.SWEEP_CHANCE", 0.0)
+
+
 def make_user(username: str):
     return get_user_model().objects.create_user(username, password=PASSWORD,
                                                 email=f"{username}@example.com")

@@ -5,6 +5,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
 
 # Names the folder this plugin made, so a worker tells it apart from a SYNAPSE_DATA_DIR
 # the user happened to set.
@@ -51,3 +52,17 @@ def pytest_collection_modifyitems(config, items):
         for fixture in _SHARED_FIXTURES:
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(pytest.mark.xdist_group(fixture))
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-django has configured Django
+def pytest_configure(config):
+    """Passwords hashed with 1,000 PBKDF2 iterations instead of 1,000,000: each test user
+    cost ~1 s of CPU otherwise. The iteration count travels inside the hash, so a server
+    process with the production hashers still verifies these passwords."""
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["tests.plugin.FastPBKDF2PasswordHasher"]
+
+
+class FastPBKDF2PasswordHasher(PBKDF2PasswordHasher):
+    iterations = 1_000
