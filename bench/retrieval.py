@@ -44,7 +44,7 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10, 20)
 GRID = {"keyword_weight": (0.4, 0.5, 0.6, 0.7),
         "neighbour_share": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
-        "rerank_weight": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)}
+        "rerank_weight": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)}
 LATENCY_QUESTIONS = 200
 
 

@@ -175,7 +175,7 @@ def test_an_episode_s_date_is_part_of_what_the_model_reads_and_moving_it_re_embe
                        memory_type="episodic", occurred_at=datetime(2023, 5, 8, 13, 56,
                                                                     tzinfo=UTC))
     fact = remember(category="fact", key="city", content="Lives in Lisbon")
-    assert embedding_text(episode) == "8 May 2023, turn 3: Caroline: I went there"
+    assert embedding_text(episode) == "On 8 May 2023, turn 3: Caroline: I went there"
     assert embedding_text(fact) == "city: Lives in Lisbon"
     embed_batch(limit=10)
     memory_update(memory=Memory.objects.get(pk=episode.pk), actor=AgentPrincipal(
