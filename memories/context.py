@@ -2,7 +2,8 @@
 
 A turn of a conversation ("That sounds great, when?") often means nothing alone. Each
 current episode gets ``context_vector``: the words of the CONTEXT_WINDOW episodes on each
-side of it on its timeline (memories.timeline), and its own date, at weight C — below its
+side of it on its timeline (memories.timeline), stemmed in its mind's language, and its own
+date, at weight C — below its
 own key, tags (A) and content (B). Hybrid search and ``recall?q=`` rank with both
 documents (memories.search); plain keyword search keeps to the memory's own words. The
 vector stays on the memory itself: embedding the window measured worse (bench/retrieval.py).
@@ -29,7 +30,7 @@ CONTEXT_WINDOW = 2
 # two range scans of the memory_timeline index each; credentials never lend their words.
 REBUILD_SQL = f"""
 WITH target AS (
-    SELECT m.id, m.mind_id, m.path, m.occurred_at, m.seq,
+    SELECT m.id, m.mind_id, m.path, m.occurred_at, m.seq, m.search_config,
            (m.memory_type = 'episodic' AND m.deleted_at IS NULL AND m.superseded_at IS NULL
             AND m.category <> 'credentials') AS on_timeline
     FROM memories_memory m
@@ -63,7 +64,7 @@ window_rows AS (
 ),
 context AS (
     SELECT t.id,
-           setweight(to_tsvector('english'::regconfig, coalesce(string_agg(
+           setweight(to_tsvector(t.search_config::regconfig, coalesce(string_agg(
                w.words, ' ' ORDER BY w.occurred_at, w.seq), '')), 'C')
            || setweight(to_tsvector('simple'::regconfig,
                                     to_char(t.occurred_at AT TIME ZONE 'UTC',
@@ -71,7 +72,7 @@ context AS (
            array_agg(w.id ORDER BY w.occurred_at, w.seq) AS ids
     FROM target t
     JOIN window_rows w ON w.target_id = t.id
-    GROUP BY t.id, t.occurred_at
+    GROUP BY t.id, t.occurred_at, t.search_config
 )
 UPDATE memories_memory m
 SET context_vector = context.vector, context_ids = coalesce(context.ids, '{{}}')

@@ -12,7 +12,7 @@ from pgvector.django import HnswIndex, VectorField
 
 from memories.crypto import FERNET_PREFIX, open_content
 from memories.paths import MAX_PATH_LENGTH, PATH_PATTERN
-from memories.query import parse_query, search_query
+from memories.query import DEFAULT_CONFIG, parse_query, search_query
 from minds.models import Mind
 from synapse.ids import new_memory_id
 
@@ -64,8 +64,9 @@ class Source(models.TextChoices):
 class SearchDocument(models.Func):
     """The weighted tsvector of a memory (see the migration that creates the function).
 
-    Key and tags weigh A, content B (English, stemmed) and D (``simple``: any language,
-    unstemmed). ``credentials`` content never enters it.
+    Key and tags weigh A, content B (stemmed in the mind's language: ``search_config``)
+    and D (``synapse_simple``: unstemmed); accents are folded. ``credentials`` content
+    never enters it.
     """
 
     function = "synapse_search_document"
@@ -137,11 +138,12 @@ class MemoryQuerySet(models.QuerySet):
         """Critical first, then high, normal, low; most recently updated first within each."""
         return self.order_by("priority_rank", "-updated_at", "id")
 
-    def matching(self, query: str) -> "MemoryQuerySet":
+    def matching(self, query: str, config: str = DEFAULT_CONFIG) -> "MemoryQuerySet":
         """Memories matching a query in the search syntax (words ANDed, "phrase",
-        prefix*, OR, -exclusion); raises memories.query.QuerySyntaxError when malformed.
-        Ranking and the natural-language fallback live in memories.search."""
-        return self.filter(search_vector=search_query(parse_query(query)))
+        prefix*, OR, -exclusion), stemmed with the mind's text-search ``config``; raises
+        memories.query.QuerySyntaxError when malformed. Ranking and the natural-language
+        fallback live in memories.search."""
+        return self.filter(search_vector=search_query(parse_query(query, config)))
 
     def nearest(self, vector, k: int) -> "MemoryQuerySet":
         """The ``k`` embedded memories nearest to ``vector``, annotated with ``distance``
@@ -182,8 +184,13 @@ class Memory(models.Model):
     superseded_at = models.DateTimeField(null=True, blank=True)
     superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
                                       related_name="supersedes")
+    # The mind's text-search configuration (minds.models.search_config), copied by a
+    # trigger when the row is inserted (whatever the default says) and by the worker when
+    # the mind's language changes (memories.text_search).
+    search_config = models.CharField(max_length=40, default="synapse_english", editable=False)
     search_vector = models.GeneratedField(
-        expression=SearchDocument(F("category"), F("key"), F("tags"), F("content")),
+        expression=SearchDocument(F("search_config"), F("category"), F("key"), F("tags"),
+                                  F("content")),
         output_field=SearchVectorField(), db_persist=True)
     # Stored so recall reads memories in order straight from an index (memory_recall_order).
     priority_rank = models.GeneratedField(

@@ -6,6 +6,9 @@ from dataclasses import dataclass
 from django.contrib.postgres.search import SearchQuery
 
 MAX_QUERY_TERMS = 64
+# The text-search configuration of a mind that keeps the default language
+# (minds.models.search_config("english")); a mind's own comes from Mind.search_config.
+DEFAULT_CONFIG = "synapse_english"
 _PREFIX_CORE = re.compile(r"[^\W_]+")
 _WORD = re.compile(r"[^\W_]+")
 
@@ -20,23 +23,25 @@ class Term:
 
     kind: str  # "word", "phrase" or "prefix"
     text: str
+    # The text-search configuration its words are stemmed with: the mind's.
+    config: str = DEFAULT_CONFIG
 
     def search_query(self) -> SearchQuery:
         """The same tsquery as a Django expression."""
         if self.kind == "prefix":
-            return SearchQuery(f"'{self.text}':*", config="english", search_type="raw")
-        return SearchQuery(self.text, config="english",
+            return SearchQuery(f"'{self.text}':*", config=self.config, search_type="raw")
+        return SearchQuery(self.text, config=self.config,
                            search_type="phrase" if self.kind == "phrase" else "plain")
 
     def tsquery_sql(self) -> tuple[str, list]:
         """SQL for this term's tsquery; the user's text only ever travels as a parameter."""
         if self.kind == "phrase":
-            return "phraseto_tsquery('english'::regconfig, %s)", [self.text]
+            return "phraseto_tsquery(%s::regconfig, %s)", [self.config, self.text]
         if self.kind == "prefix":
             # The core is letters and digits only (checked by the parser), so quoting it
             # as a tsquery lexeme cannot be escaped out of.
-            return "to_tsquery('english'::regconfig, %s)", [f"'{self.text}':*"]
-        return "plainto_tsquery('english'::regconfig, %s)", [self.text]
+            return "to_tsquery(%s::regconfig, %s)", [self.config, f"'{self.text}':*"]
+        return "plainto_tsquery(%s::regconfig, %s)", [self.config, self.text]
 
 
 @dataclass(frozen=True)
@@ -101,9 +106,9 @@ def _tokens(text: str):
             yield negated, "word", word, start
 
 
-def parse_query(text: str) -> ParsedQuery:
+def parse_query(text: str, config: str = DEFAULT_CONFIG) -> ParsedQuery:
     """Parse the search syntax (docs/search.md): words ANDed, "phrases", prefix*, a OR b,
-    -exclusion.
+    -exclusion; its terms are stemmed with the text-search configuration ``config``.
 
     Raises QuerySyntaxError with a message for the user when the query is malformed.
     """
@@ -123,7 +128,7 @@ def parse_query(text: str) -> ParsedQuery:
                     "e.g. docker OR kubernetes.")
             pending_or = True
             continue
-        term = Term(kind, value)
+        term = Term(kind, value, config)
         explicit = explicit or negated or kind != "word"
         if negated:
             if pending_or:
@@ -164,9 +169,9 @@ def search_query(parsed: ParsedQuery) -> SearchQuery:
     return combined
 
 
-def words_query(text: str) -> ParsedQuery | None:
+def words_query(text: str, config: str = DEFAULT_CONFIG) -> ParsedQuery | None:
     """The plain words of ``text`` as a natural-language query (operators ignored)."""
     words = _WORD.findall(text)[:MAX_QUERY_TERMS]
     if not words:
         return None
-    return ParsedQuery(tuple((Term("word", word),) for word in words))
+    return ParsedQuery(tuple((Term("word", word, config),) for word in words))

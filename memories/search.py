@@ -15,6 +15,7 @@ from memories import ranking
 from memories.embeddings import embed_query, model_name
 from memories.models import Category, Memory
 from memories.query import (
+    DEFAULT_CONFIG,
     ParsedQuery,
     QuerySyntaxError,
     Term,
@@ -220,15 +221,17 @@ def semantic_search(memories, vector: list[float], *, limit: int,
 # -- Hybrid ------------------------------------------------------------------------------
 
 def hybrid_search(memories, text: str, *, limit: int, parsed: ParsedQuery | None = None,
-                  tuning: ranking.Tuning | None = None, context: bool = True) -> KeywordResult:
+                  config: str = DEFAULT_CONFIG, tuning: ranking.Tuning | None = None,
+                  context: bool = True) -> KeywordResult:
     """Keyword and semantic candidates, HYBRID_CANDIDATES a side, ranked by
     memories.ranking: fused, a share of the neighbouring turns' scores added, the best
     reranked. The keyword side ranks partial matches of a plain question too (the fusion
     decides, not the AND rule) and, with ``context``, an episode's context with it.
-    ``parsed`` defaults to the plain words of ``text``; the result's ``matched`` and
+    ``parsed`` defaults to the plain words of ``text`` (stemmed with the mind's text-search
+    ``config``); the result's ``matched`` and
     ``ignored_terms`` describe the keyword side, its ``hits`` the ranking and ``parts``
     each hit's share of it."""
-    candidates, result = hybrid_candidates(memories, text, parsed=parsed,
+    candidates, result = hybrid_candidates(memories, text, parsed=parsed, config=config,
                                            depth=max(limit, HYBRID_CANDIDATES),
                                            context=context)
     hits = ranking.rank(candidates, ranking.Question.of(text), tuning or ranking.Tuning())
@@ -239,12 +242,12 @@ def hybrid_search(memories, text: str, *, limit: int, parsed: ParsedQuery | None
 
 
 def hybrid_candidates(memories, text: str, *, parsed: ParsedQuery | None = None,
-                      depth: int = HYBRID_CANDIDATES, context: bool = True
-                      ) -> tuple[ranking.Candidates, KeywordResult]:
+                      config: str = DEFAULT_CONFIG, depth: int = HYBRID_CANDIDATES,
+                      context: bool = True) -> tuple[ranking.Candidates, KeywordResult]:
     """Everything memories.ranking needs for ``text``, in four queries whatever the
     number of candidates: the keyword side, the query's embedding and the semantic side,
     then the union's similarities, context windows, texts and moments in one."""
-    parsed = parsed or words_query(text)
+    parsed = parsed or words_query(text, config)
     result = (keyword_search(memories, parsed, limit=depth, partial=True, context=context)
               if parsed else KeywordResult())
     vector = embed_query(text)
@@ -281,24 +284,27 @@ def highlight(snippet: str | None) -> str | None:
             .replace(_MARK_END, "</mark>"))
 
 
-def load_hits(hits: list[tuple[str, float]], text: str) -> list[tuple[Memory, float, str | None]]:
+def load_hits(hits: list[tuple[str, float]], text: str, config: str = DEFAULT_CONFIG
+              ) -> list[tuple[Memory, float, str | None]]:
     """The memories of ``hits`` in order, each with its score and an HTML-safe snippet
-    highlighting the words of ``text`` (credentials get no snippet)."""
+    highlighting the words of ``text`` (credentials get no snippet), in the mind's
+    text-search ``config``."""
     if not hits:
         return []
-    words = words_query(text)
+    words = words_query(text, config)
     if words:
         highlight_sql, params = _or_sql(words.terms)
     else:
         highlight_sql, params = "''::tsquery", []
     # Marker characters are removed from the content first, so stored text can never
     # produce a <mark> tag of its own.
-    snippet_sql = (f"CASE WHEN category = %s THEN NULL ELSE ts_headline('english'::regconfig, "
+    snippet_sql = (f"CASE WHEN category = %s THEN NULL ELSE ts_headline(%s::regconfig, "
                    f"translate(content, %s, ''), {highlight_sql}, %s) END")
     memories = (Memory.objects.filter(id__in=[memory_id for memory_id, _ in hits])
                 .without_vectors()
                 .annotate(snippet=RawSQL(snippet_sql, [Category.CREDENTIALS,  # noqa: S611
-                                                      _MARK_START + _MARK_END, *params,
+                                                      config, _MARK_START + _MARK_END,
+                                                      *params,
                                                       _HEADLINE_OPTIONS])))
     by_id = {memory.id: memory for memory in memories}
     return [(by_id[memory_id], score, highlight(by_id[memory_id].snippet))
@@ -316,7 +322,8 @@ def rank_for_recall(*, mind: Mind, memories, query: str) -> Iterator[Memory]:
     # than a stream broken off.
     try:
         ranked = [memory_id for memory_id, _score in
-                  hybrid_search(memories, query, limit=FUSION_CANDIDATES).hits]
+                  hybrid_search(memories, query, limit=FUSION_CANDIDATES,
+                                config=mind.search_config).hits]
     except QuerySyntaxError:
         ranked = []
     found = memories.in_bulk(ranked)

@@ -165,8 +165,8 @@ class MemoryBrowserView(MemoryPageView):
         query, syntax_error, tsquery = filters.get("q", ""), "", None
         if query:
             try:
-                tsquery = search_query(parse_query(query))
-                memories = memories.matching(query)
+                tsquery = search_query(parse_query(query, self.mind.search_config))
+                memories = memories.matching(query, self.mind.search_config)
             except QuerySyntaxError as error:
                 syntax_error, memories = str(error), memories.none()
 

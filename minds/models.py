@@ -14,6 +14,22 @@ class MindQuerySet(models.QuerySet):
         return self.filter(owner=user)
 
 
+# The text-search languages a mind may use: PostgreSQL's Snowball configurations of every
+# supported release (15 and later), plus ``simple`` (no stemming, any language). Each has
+# a ``synapse_<language>`` configuration that folds accents first (memories migration
+# 0011, docs/search.md, "Languages").
+SEARCH_LANGUAGES = (
+    "arabic", "armenian", "basque", "catalan", "danish", "dutch", "english", "finnish",
+    "french", "german", "greek", "hindi", "hungarian", "indonesian", "irish", "italian",
+    "lithuanian", "nepali", "norwegian", "portuguese", "romanian", "russian", "serbian",
+    "simple", "spanish", "swedish", "tamil", "turkish", "yiddish")
+
+
+def search_config(language: str) -> str:
+    """The text-search configuration of a language (``synapse_german``)."""
+    return f"synapse_{language}"
+
+
 class Mind(models.Model):
     class UnverifiedInRecall(models.TextChoices):
         MARKED = "marked", "shown, marked [unverified]"
@@ -25,6 +41,12 @@ class Mind(models.Model):
                               related_name="minds")
     unverified_in_recall = models.CharField(max_length=10, choices=UnverifiedInRecall.choices,
                                             default=UnverifiedInRecall.MARKED)
+    # How its memories are stemmed for keyword search; a change re-indexes them through
+    # the embedding worker (memories.text_search), which clears ``reindex_pending``.
+    search_language = models.CharField(
+        max_length=20, default="english",
+        choices=[(language, language.capitalize()) for language in SEARCH_LANGUAGES])
+    reindex_pending = models.BooleanField(default=False, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -35,6 +57,10 @@ class Mind(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.id})"
+
+    @property
+    def search_config(self) -> str:
+        return search_config(self.search_language)
 
 
 class MindKeyQuerySet(models.QuerySet):

@@ -64,26 +64,28 @@ def minds_with_counts(*, owner) -> MindQuerySet:
 @transaction.atomic
 def mind_create(*, owner, name: str,
                 unverified_in_recall: str = Mind.UnverifiedInRecall.MARKED,
-                actor=None) -> Mind:
-    """A new mind, with its quota counters (memories.quotas). A recall policy other than the
-    default is set by ``mind_update`` in the same transaction, so it is audited as a change
-    (by ``actor``), as it always has been."""
+                search_language: str = "english", actor=None) -> Mind:
+    """A new mind, with its quota counters (memories.quotas) and its text-search language.
+    A recall policy other than the default is set by ``mind_update`` in the same
+    transaction, so it is audited as a change (by ``actor``), as it always has been."""
     from memories.quotas import create_slots
 
-    mind = Mind.objects.create(owner=owner, name=name)
+    mind = Mind.objects.create(owner=owner, name=name, search_language=search_language)
     create_slots(mind)
     if unverified_in_recall != mind.unverified_in_recall:
         mind = mind_update(mind=mind, actor=actor, unverified_in_recall=unverified_in_recall)
     return mind
 
 
-MIND_SETTINGS = ("name", "unverified_in_recall")
+MIND_SETTINGS = ("name", "unverified_in_recall", "search_language")
 KEY_SETTINGS = ("name", "scope", "expires_at")
 
 
 @transaction.atomic
 def mind_update(*, mind: Mind, actor=None, **fields) -> Mind:
-    """Rename a mind or change its settings (name, unverified_in_recall); audited."""
+    """Rename a mind or change its settings (name, unverified_in_recall, search_language);
+    audited. A new language re-indexes the mind's memories through the embedding worker
+    (memories.text_search)."""
     from memories.audit import record_event
 
     unknown = set(fields) - set(MIND_SETTINGS)
@@ -95,7 +97,11 @@ def mind_update(*, mind: Mind, actor=None, **fields) -> Mind:
     before = {name: getattr(mind, name) for name in changed}
     for name, value in changed.items():
         setattr(mind, name, value)
-    mind.save(update_fields=[*changed, "updated_at"])
+    also = []
+    if "search_language" in changed:
+        mind.reindex_pending = True
+        also.append("reindex_pending")
+    mind.save(update_fields=[*changed, *also, "updated_at"])
     record_event(mind=mind, actor=actor, action="mind_update",
                  details={"before": before, "after": changed})
     return mind

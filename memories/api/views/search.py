@@ -48,25 +48,26 @@ class SearchActions:
         (mode=hybrid). Malformed syntax is a 400 saying what is wrong."""
         query = self.query
         text, mode, limit = query["q"], query["mode"], query["limit"]
-        memories = self.searchable()
+        memories, config = self.searchable(), self.mind.search_config
         matched, ignored, parts = "all", [], None
         if mode == "semantic":
             hits = search.semantic_search(memories, embeddings.embed_query(text), limit=limit)
             parts = {memory_id: {"semantic": score} for memory_id, score in hits}
         else:
             try:
-                parsed = parse_query(text)
+                parsed = parse_query(text, config)
             except QuerySyntaxError as error:
                 raise exceptions.ValidationError({"q": [str(error)]}) from error
             if mode == "hybrid":
-                result = search.hybrid_search(memories, text, limit=limit, parsed=parsed)
+                result = search.hybrid_search(memories, text, limit=limit, parsed=parsed,
+                                              config=config)
             else:
                 result = search.keyword_search(memories, parsed, limit=limit)
             hits, matched, ignored = result.hits, result.matched, result.ignored_terms
             parts = result.parts or {memory_id: {"keyword": score} for memory_id, score in hits}
         if not hits:
             matched = "none"
-        results = search_hits(search.load_hits(hits, text),
+        results = search_hits(search.load_hits(hits, text, config),
                               parts if query["explain"] else None)
         return Response({"query": text, "mode": mode, "matched": matched,
                          "ignored_terms": ignored, "count": len(results), "results": results})
@@ -82,7 +83,7 @@ class SearchActions:
         query = self.query
         hits = search.semantic_search(self.searchable(), embeddings.embed_query(query["q"]),
                                       limit=query["limit"], threshold=query.get("threshold"))
-        results = search_hits(search.load_hits(hits, query["q"]))
+        results = search_hits(search.load_hits(hits, query["q"], self.mind.search_config))
         return Response({"query": query["q"], "mode": "semantic",
                          "matched": "all" if results else "none", "ignored_terms": [],
                          "count": len(results), "results": results})

@@ -1,5 +1,6 @@
-"""``manage.py embed_worker``: embed marked memories and rebuild queued episode contexts
-(memories.context) in batches until stopped."""
+"""``manage.py embed_worker``: embed marked memories, re-index minds whose text-search
+language changed (memories.text_search) and rebuild queued episode contexts
+(memories.context), in batches until stopped."""
 
 import logging
 import signal
@@ -11,6 +12,7 @@ from django.db import DatabaseError, close_old_connections
 
 from memories.context import rebuild_contexts
 from memories.embeddings import embed_batch, get_model, note_worker_alive
+from memories.text_search import reindex_memories
 
 logger = logging.getLogger("synapse.embeddings")
 
@@ -37,8 +39,10 @@ class Command(BaseCommand):
             close_old_connections()
             try:
                 note_worker_alive(seconds=max(30.0, 3 * idle_sleep))
-                # Contexts first: one statement for many episodes, far cheaper than the
-                # model, so an episode's neighbours are searchable before its vector is.
+                # Re-indexing and contexts first: one statement for many memories, far
+                # cheaper than the model, so an episode's neighbours are searchable before
+                # its vector is (a re-index queues the contexts it changes).
+                reindexed = reindex_memories()
                 contexts = rebuild_contexts()
                 done = embed_batch(limit=batch_size)
             except DatabaseError as error:
@@ -51,9 +55,11 @@ class Command(BaseCommand):
             total += done
             if done:
                 logger.info("embedded %d memories (%d since start)", done, total)
+            if reindexed:
+                logger.info("re-indexed %d memories in their mind's new language", reindexed)
             if contexts:
                 logger.info("rebuilt %d episode contexts", contexts)
-            if not done and not contexts:
+            if not done and not contexts and not reindexed:
                 if once:
                     break
                 time.sleep(idle_sleep)
