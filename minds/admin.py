@@ -89,8 +89,9 @@ class SingleLineNameAdmin(admin.ModelAdmin):
 
 class MindAdmin(OwnMindsOnly, SingleLineNameAdmin):
     owner_path = "owner"
-    list_display = ["name", "id", "owner", "unverified_in_recall", "memory_count", "created_at"]
-    list_filter = ["unverified_in_recall"]
+    list_display = ["name", "id", "owner", "unverified_in_recall", "search_language",
+                    "memory_count", "created_at"]
+    list_filter = ["unverified_in_recall", "search_language"]
     list_select_related = ["owner"]
     search_fields = ["name", "id", "owner__username"]
     ordering = ["-created_at"]
@@ -103,11 +104,21 @@ class MindAdmin(OwnMindsOnly, SingleLineNameAdmin):
     def memory_count(self, mind: Mind) -> int:
         return mind.live_memories
 
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if field is not None and db_field.name == "search_language":
+            field.help_text = ("Keyword search stems words in this language and ignores "
+                               "accents; changing it re-indexes this mind's memories in the "
+                               "background (the embedding worker).")
+        return field
+
     def get_fields(self, request, obj=None):
-        return ["owner", "name", "unverified_in_recall"]
+        fields = ["owner", "name", "unverified_in_recall", "search_language"]
+        # Set by mind_update when the language changes, cleared by the embedding worker.
+        return fields if obj is None else [*fields, "reindex_pending"]
 
     def get_readonly_fields(self, request, obj=None):
-        return ["owner"] if obj is not None else []
+        return ["owner", "reindex_pending"] if obj is not None else []
 
     def save_model(self, request, obj, form, change):
         if change:
@@ -116,7 +127,8 @@ class MindAdmin(OwnMindsOnly, SingleLineNameAdmin):
             mind_update(mind=Mind.objects.get(pk=obj.pk), actor=request.user, **changes)
             return
         created = mind_create(owner=obj.owner, name=obj.name,
-                              unverified_in_recall=obj.unverified_in_recall, actor=request.user)
+                              unverified_in_recall=obj.unverified_in_recall,
+                              search_language=obj.search_language, actor=request.user)
         obj.pk = created.pk
         obj._state.adding = False
 

@@ -22,6 +22,10 @@ class MindSettingsForm(forms.Form):
     unverified_in_recall = forms.ChoiceField(
         label="Unverified memories in recall", choices=Mind.UnverifiedInRecall.choices,
         widget=forms.RadioSelect)
+    search_language = forms.ChoiceField(
+        label="Search language", choices=Mind._meta.get_field("search_language").choices,
+        help_text="Keyword search stems words in this language and ignores accents; changing "
+                  "it re-indexes this mind's memories in the background.")
 
 
 class MindDeleteForm(forms.Form):

@@ -129,13 +129,15 @@ class KeyRevokeView(MindView):
 
 
 class MindSettingsView(MindView):
-    """Rename, recall policy for unverified memories, and deleting the mind."""
+    """Rename, recall policy for unverified memories, search language, and deleting the
+    mind."""
 
     tab = "settings"
 
     def get(self, request, mind_id, form=None, delete_form=None):
         form = form or MindSettingsForm(initial={
-            "name": self.mind.name, "unverified_in_recall": self.mind.unverified_in_recall})
+            "name": self.mind.name, "unverified_in_recall": self.mind.unverified_in_recall,
+            "search_language": self.mind.search_language})
         invalid = bool((form and form.errors) or (delete_form and delete_form.errors))
         return self.render("minds/settings.html", {
             "form": form, "delete_form": delete_form or MindDeleteForm(mind=self.mind),

@@ -10,7 +10,7 @@ from rest_framework_simplejwt.serializers import TokenObtainPairSerializer, Toke
 from rest_framework_simplejwt.settings import api_settings as jwt_settings
 from rest_framework_simplejwt.utils import get_md5_hash_password
 
-from minds.models import Mind, MindKey
+from minds.models import SEARCH_LANGUAGES, Mind, MindKey
 from synapse.api import StrictSerializer, TimestampField
 from synapse.text import validate_single_line
 
@@ -104,20 +104,40 @@ class MindSerializer(serializers.ModelSerializer):
                                                     "them (the queue).")
     keys = serializers.IntegerField(source="key_count", read_only=True,
                                     help_text="Keys neither revoked nor expired.")
+    search_language = serializers.ChoiceField(
+        choices=SEARCH_LANGUAGES, read_only=True,
+        help_text="The language keyword search stems this mind's memories in (accents "
+                  "folded); simple: no stemming.")
+    reindex_pending = serializers.BooleanField(
+        read_only=True,
+        help_text="True while the embedding worker re-indexes the memories after a change "
+                  "of search_language; until then keyword search may miss words stemmed "
+                  "the old way.")
     created_at = TimestampField(read_only=True)
     updated_at = TimestampField(read_only=True)
 
     class Meta:
         model = Mind
-        fields = ["id", "name", "unverified_in_recall", "memories", "unverified", "keys",
-                  "created_at", "updated_at"]
+        fields = ["id", "name", "unverified_in_recall", "search_language", "reindex_pending",
+                  "memories", "unverified", "keys", "created_at", "updated_at"]
         read_only_fields = fields
+
+
+SEARCH_LANGUAGE_HELP = ("The language keyword search stems this mind's memories in, accents "
+                        "folded (simple: no stemming). Changing it re-indexes the mind's "
+                        "memories through the embedding worker (reindex_pending is true until "
+                        "it is done); until then keyword search may miss words stemmed the "
+                        "old way.")
 
 
 class MindCreateSerializer(StrictSerializer):
     name = serializers.CharField(max_length=200, validators=[validate_single_line])
     unverified_in_recall = serializers.ChoiceField(
         choices=Mind.UnverifiedInRecall.choices, default=Mind.UnverifiedInRecall.MARKED)
+    search_language = serializers.ChoiceField(
+        choices=SEARCH_LANGUAGES, default="english",
+        help_text="The language keyword search stems this mind's memories in, accents "
+                  "folded (simple: no stemming). Default english.")
 
 
 class MindUpdateSerializer(StrictSerializer):
@@ -127,6 +147,8 @@ class MindUpdateSerializer(StrictSerializer):
         choices=Mind.UnverifiedInRecall.choices, required=False,
         help_text="marked: unverified memories appear in recall marked [unverified]; "
                   "hidden: they stay out of recall until a human verifies them.")
+    search_language = serializers.ChoiceField(choices=SEARCH_LANGUAGES, required=False,
+                                              help_text=SEARCH_LANGUAGE_HELP)
 
     def validate(self, attrs):
         if not attrs:

@@ -206,7 +206,8 @@ class MindViewSet(HumanViewSet):
     @extend_schema(operation_id="minds_update", request=MindUpdateSerializer,
                    responses={200: MindSerializer, **ERRORS})
     def partial_update(self, request, mind_id: str):
-        """Rename a mind or set its recall policy for unverified memories."""
+        """Rename a mind, set its recall policy for unverified memories or its search
+        language (a new language re-indexes its memories in the background)."""
         mind = self.get_object()
         serializer = MindUpdateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -53,7 +53,8 @@ def test_a_user_who_is_not_staff_is_sent_to_the_login_page(alice):
 
 def test_adding_a_mind_in_the_admin_goes_through_the_service(staff, alice):
     response = staff.post("/admin/minds/mind/add/", {"owner": alice.pk, "name": "From admin",
-                                                     "unverified_in_recall": "hidden"})
+                                                     "unverified_in_recall": "hidden",
+                                                     "search_language": "english"})
     assert response.status_code == 302
     mind = Mind.objects.get(name="From admin")
     assert (mind.owner, mind.unverified_in_recall) == (alice, "hidden")
@@ -62,7 +63,8 @@ def test_adding_a_mind_in_the_admin_goes_through_the_service(staff, alice):
 
 def test_changing_a_mind_in_the_admin_is_audited(staff, alice_mind):
     response = staff.post(f"/admin/minds/mind/{alice_mind.pk}/change/",
-                          {"name": "Renamed", "unverified_in_recall": "marked"})
+                          {"name": "Renamed", "unverified_in_recall": "marked",
+                           "search_language": "english"})
     assert response.status_code == 302
     alice_mind.refresh_from_db()
     assert alice_mind.name == "Renamed"

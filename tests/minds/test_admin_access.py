@@ -143,11 +143,13 @@ def test_staff_create_minds_for_themselves_only(clerk_client, clerk, alice):
     form = page(clerk_client, "/admin/minds/mind/add/")
     assert f'value="{alice.pk}"' not in form
     response = clerk_client.post("/admin/minds/mind/add/", {
-        "owner": alice.pk, "name": "Planted", "unverified_in_recall": "marked"})
+        "owner": alice.pk, "name": "Planted", "unverified_in_recall": "marked",
+        "search_language": "english"})
     assert response.status_code == 200
     assert not Mind.objects.filter(name="Planted").exists()
     clerk_client.post("/admin/minds/mind/add/", {
-        "owner": clerk.pk, "name": "Own", "unverified_in_recall": "marked"})
+        "owner": clerk.pk, "name": "Own", "unverified_in_recall": "marked",
+        "search_language": "english"})
     assert Mind.objects.get(name="Own").owner == clerk
 
 

@@ -133,7 +133,8 @@ def test_a_revoked_key_is_refused_on_its_next_request(owner, ui, alice_key, agen
 
 def test_settings_rename_the_mind_and_choose_the_recall_policy(owner, ui, alice_mind):
     response = owner.post(ui("settings"), {"name": "Renamed",
-                                             "unverified_in_recall": "hidden"})
+                                             "unverified_in_recall": "hidden",
+                                             "search_language": "english"})
     assert response.status_code == 302
     alice_mind.refresh_from_db()
     assert (alice_mind.name, alice_mind.unverified_in_recall) == ("Renamed", "hidden")
