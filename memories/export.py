@@ -83,6 +83,7 @@ def export_json(*, mind: Mind, reveal: bool, path: str = "") -> Iterator[str]:
             "exported_at": format_timestamp(timezone.now()),
             "mind": {"id": mind.id, "name": mind.name,
                      "unverified_in_recall": mind.unverified_in_recall,
+                     "search_language": mind.search_language,
                      "created_at": format_timestamp(mind.created_at)},
             "credentials": "included" if reveal else "redacted", "path": path}
     yield _dumps(head)[:-1] + ',"memories":['

@@ -16,7 +16,7 @@ from django.utils import timezone
 from memories import export
 from memories.models import AuditEvent, Memory, MemoryVersion
 from memories.recall import REDACTED
-from minds.services import key_issue, mind_create, mind_delete
+from minds.services import key_issue, mind_create, mind_delete, mind_update
 from tests.conftest import jwt_client, key_client
 
 pytestmark = pytest.mark.django_db
@@ -111,6 +111,22 @@ def test_restore_keeps_ids_when_they_are_free(rich_mind, human, alice):
         for memory in document["memories"]:
             memory["versions"] = [claimed_history(v) for v in memory["versions"]]
     assert restored == original
+
+
+def test_export_carries_the_minds_settings_and_import_leaves_the_target_minds_alone(
+        alice_mind, human, alice, remember):
+    remember(key="haeuser", content="Die alten Häuser am Fluss.")
+    mind_update(mind=alice_mind, search_language="german", unverified_in_recall="hidden")
+    document = export_document(human, alice_mind)
+    assert {k: v for k, v in document["mind"].items() if k != "created_at"} == {
+        "id": alice_mind.id, "name": "Alice's Mind", "unverified_in_recall": "hidden",
+        "search_language": "german"}
+    # An import restores memories, not settings: the target mind keeps its own.
+    copy = mind_create(owner=alice, name="Restored", search_language="french")
+    assert human.post(f"/memory/mind-import?mind={copy.id}", document,
+                      format="json").status_code == 200
+    copy.refresh_from_db()
+    assert (copy.search_language, copy.unverified_in_recall) == ("french", "marked")
 
 
 def test_restored_credentials_are_encrypted_at_rest_and_readable(rich_mind, human, alice):
