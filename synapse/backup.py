@@ -33,7 +33,14 @@ def _run(tool: str, args: list[str], env: dict, **kwargs) -> None:
     result = subprocess.run([embedded_db._bin(tool), *args], env=env,  # noqa: S603
                             stderr=subprocess.PIPE, text=True, check=False, **kwargs)
     if result.returncode != 0:
-        raise BackupError(f"{tool} failed: {result.stderr.strip()[-2000:]}")
+        # The error comes first; the statement it quotes can run long.
+        raise BackupError(f"{tool} failed: {_shorten(result.stderr.strip())}")
+
+
+def _shorten(text: str, limit: int = 2000) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit - 500]}\n[…]\n{text[-480:]}"
 
 
 def backup(*, database: dict, path: Path) -> int:

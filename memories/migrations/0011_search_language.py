@@ -69,19 +69,30 @@ DROP FUNCTION synapse_memory_search_config();
 
 # A function, because a generated column needs an IMMUTABLE expression (array_to_string
 # and the cast to regconfig are only STABLE; the configurations never change once made).
+# The configurations are named with their schema: pg_restore computes this column with an
+# empty search_path, where an unqualified 'synapse_english' does not resolve. And no name is
+# a literal: a literal regconfig is looked up when the table is created, and pg_restore
+# creates memories_memory before the configurations (a function takes its row type).
 DOCUMENT = """
+DO $do$
+BEGIN
+  EXECUTE format($function$
 CREATE FUNCTION synapse_search_document(config text, category text, key text, tags text[],
                                         content text)
 RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT setweight(to_tsvector(config::regconfig, replace(coalesce(key, ''), '_', ' ')), 'A')
-      || setweight(to_tsvector(config::regconfig,
+  SELECT setweight(to_tsvector((%1$L || config)::regconfig,
+                               replace(coalesce(key, ''), '_', ' ')), 'A')
+      || setweight(to_tsvector((%1$L || config)::regconfig,
                                coalesce(array_to_string(tags, ' '), '')), 'A')
       || CASE WHEN category = 'credentials' THEN ''::tsvector
-              ELSE setweight(to_tsvector(config::regconfig, coalesce(content, '')), 'B')
-                || setweight(to_tsvector('synapse_simple'::regconfig,
+              ELSE setweight(to_tsvector((%1$L || config)::regconfig, coalesce(content, '')),
+                             'B')
+                || setweight(to_tsvector((%1$L || 'synapse_simple')::regconfig,
                                          coalesce(content, '')), 'D')
          END
-$$;
+$$
+$function$, quote_ident(current_schema()) || '.');
+END $do$;
 """
 
 OLD_DOCUMENT = """
