@@ -128,10 +128,13 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
     any_sql = " || ".join(f"q.t{position}" for position in range(len(unique_terms)))
     document = "memories_memory.search_vector"
     found = f"memories_memory.search_vector @@ ({any_sql})"
+    joined = ""
     if context:
-        # Two GIN indexes, one per document; the rank reads both as one.
-        document = ("(memories_memory.search_vector || "
-                    "coalesce(memories_memory.context_vector, ''::tsvector))")
+        # Two GIN indexes, one per document; the rank reads both as one, concatenated
+        # once per row, not once per term (OFFSET 0 keeps the planner from inlining it).
+        joined = ("CROSS JOIN LATERAL (SELECT memories_memory.search_vector || coalesce("
+                  "memories_memory.context_vector, ''::tsvector) AS document OFFSET 0) d")
+        document = "d.document"
         found = f"({found} OR memories_memory.context_vector @@ ({any_sql}))"
     flags = ", ".join(f"{document} @@ q.t{position} AS m{position}, "
                       f"ts_rank('{RANK_WEIGHTS}', {document}, q.t{position}, "
@@ -163,7 +166,7 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
         WITH q AS (SELECT {', '.join(term_columns)}),
         c AS (
             SELECT memories_memory.id, {flags}
-            FROM memories_memory, q
+            FROM memories_memory CROSS JOIN q {joined}
             WHERE {where} AND {found} {exclusion}
         ),
         s AS (
