@@ -209,11 +209,26 @@ def semantic_search(memories, vector: list[float], *, limit: int,
     HNSW with iterative index scans: the index keeps scanning until ``limit`` rows pass
     the mind's filter, so a mind holding 1% of the table still gets its k nearest.
     ``relaxed_order`` may return rows slightly out of order; they are re-sorted here.
-    Only vectors of the configured model count.
+    An iterative scan also gives up (``hnsw.max_scan_tuples``, or a graph crowded with
+    other minds' or dead entries): when it brings fewer than ``limit`` rows, the same
+    query measures every row passing the filters instead, in the same round trip (the
+    one-time filter skips that branch otherwise). Only vectors of the configured model
+    count.
     """
-    nearest = memories.filter(embedding_model=model_name()).nearest(vector, limit)
-    with iterative_scan(max(SEMANTIC_EF_SEARCH, limit)):
-        rows = list(nearest.values_list("id", "distance"))
+    memories = memories.filter(embedding_model=model_name())
+    indexed_sql, indexed_params = (memories.nearest(vector, limit)
+                                   .values_list("id", "distance").query.sql_with_params())
+    exact_sql, exact_params = (memories.nearest(vector, limit, exact=True)
+                               .values_list("id", "distance").query.sql_with_params())
+    sql = f"""
+        WITH indexed AS MATERIALIZED ({indexed_sql})
+        SELECT * FROM indexed WHERE (SELECT count(*) FROM indexed) >= %s
+        UNION ALL
+        SELECT * FROM ({exact_sql}) exact WHERE (SELECT count(*) FROM indexed) < %s
+    """  # noqa: S608
+    with iterative_scan(max(SEMANTIC_EF_SEARCH, limit)), connection.cursor() as cursor:
+        cursor.execute(sql, [*indexed_params, limit, *exact_params, limit])
+        rows = cursor.fetchall()
     hits = sorted(((memory_id, 1.0 - float(distance)) for memory_id, distance in rows),
                   key=lambda hit: (-hit[1], hit[0]))
     if threshold is not None:

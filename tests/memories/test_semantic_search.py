@@ -8,6 +8,7 @@ from django.db.models import F, Value
 from django.db.models.functions import Concat
 from django.test.utils import CaptureQueriesContext
 
+from memories import search
 from memories.embeddings import embed_batch, get_model, model_name
 from memories.models import Memory
 from memories.search import hybrid_search, iterative_scan, semantic_search
@@ -230,6 +231,28 @@ def test_the_hnsw_index_scan_iterates_until_k_rows_pass_the_filter(alice_mind,
         found = list(nearest.values_list("id", "distance"))
     ranked = [memory_id for memory_id, _ in sorted(found, key=lambda row: row[1])]
     assert ranked == _exact_nearest(small_mind_in_a_big_table, query, 10)
+
+
+@BIG_TABLE
+def test_when_the_index_scan_gives_up_every_row_of_the_mind_is_measured(
+        alice_mind, small_mind_in_a_big_table, monkeypatch):
+    # An iterative scan stops after hnsw.max_scan_tuples (a graph crowded with other
+    # minds' entries, or with dead ones between vacuums): semantic search then measures
+    # the rows passing the filter instead of answering with fewer than k. Here the scan
+    # is made to give up early: a narrow first pass and no room to iterate.
+    monkeypatch.setattr(search, "SEMANTIC_EF_SEARCH", 40)
+    query = _unit_vectors(1, seed=11)[0]
+    memories = (Memory.objects.alias(owner=Concat(F("mind_id"), Value("")))
+                .filter(owner=alice_mind.id))
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL hnsw.max_scan_tuples = 1")
+        with iterative_scan(ef_search=40):
+            given_up = list(memories.nearest(query.tolist(), 10).values_list("id", flat=True))
+        hits = semantic_search(memories, query.tolist(), limit=10)
+    assert len(given_up) < 10
+    assert [memory_id for memory_id, _ in hits] == _exact_nearest(small_mind_in_a_big_table,
+                                                                  query, 10)
 
 
 def test_memories_stored_through_the_service_reach_semantic_search(model, alice, alice_mind):
