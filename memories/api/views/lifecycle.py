@@ -55,16 +55,16 @@ class LifecycleActions:
 
     @extend_schema(operation_id="memory_version", parameters=[MIND_PARAMETER],
                    responses={200: VersionDetailSerializer, **ERRORS}, tags=["lifecycle"])
-    @action(detail=True, methods=["get"], url_path="versions/<int:number>",
+    @action(detail=True, methods=["get"], url_path="versions/<int:version>",
             url_name="version")
-    def version_detail(self, request, memory_id: str, number: int):
-        """Exactly version ``number`` of a memory (cited as ``mem_…@v<number>``), with the
-        fields of a GET /memory/{id}/versions item; 404 when the memory has no such
+    def version_detail(self, request, memory_id: str, version: int):
+        """Exactly version ``version`` of a memory (cited as ``mem_…@v<version>``), with
+        the fields of a GET /memory/{id}/versions item; 404 when the memory has no such
         version."""
         memory = self.get_object(in_trash_too=True)
-        snapshot = MemoryVersion.objects.filter(memory=memory, version=number).first()
+        snapshot = MemoryVersion.objects.filter(memory=memory, version=version).first()
         if snapshot is None:
-            raise exceptions.NotFound(f"Memory {memory.id} has no version {number}.")
+            raise exceptions.NotFound(f"Memory {memory.id} has no version {version}.")
         return Response({"id": memory.id, "current_version": memory.version,
                          **version_payload(snapshot, reveal=True)})
 
