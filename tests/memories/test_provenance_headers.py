@@ -259,3 +259,31 @@ def test_an_import_records_the_importers_claims_not_the_backups(agent, alice_min
         (1, "claude-desktop", "a1", None), (2, "claude-desktop", "a1", 1)]
     # What the backup said about its writer stays a claim.
     assert restored[1].claimed_actor.startswith("key:alice agent")
+
+
+def test_bulk_delete_and_a_humans_verification_record_the_headers(agent, human, alice_mind,
+                                                                   remember):
+    memory = remember(key="office", content="Bonn")
+    other = remember(key="shell", content="fish")
+    response = human.post(f"/memory/{memory.id}/verify?mind={alice_mind.id}",
+                          {"version": 1}, format="json", **CLAUDE)
+    assert response.status_code == 200, response.json()
+    assert agent.post("/memory/bulk-delete", {"ids": [other.id]}, format="json",
+                      **CODEX).status_code == 200
+    assert (AuditEvent.objects.get(action="verify", memory_id=memory.id).agent
+            == "claude-desktop")
+    assert AuditEvent.objects.get(action="bulk_delete", mind=alice_mind).agent_instance == (
+        "04f9b8c2")
+
+
+def test_the_schema_documents_the_headers_on_writes_and_the_claims_on_versions():
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    store = schema["paths"]["/memory"]["post"]
+    headers = {p["name"] for p in store["parameters"] if p["in"] == "header"}
+    assert {"X-Synapse-Agent", "X-Synapse-Agent-Instance", "X-Synapse-Device"} <= headers
+    version = schema["components"]["schemas"]["Version"]["properties"]
+    assert {"agent", "agent_instance", "device", "parent", "reverted_from"} <= set(version)
+    listing = schema["paths"]["/memory/{memory_id}/versions"]["get"]
+    assert {"agent", "instance"} <= {p["name"] for p in listing["parameters"]}
