@@ -13,6 +13,7 @@ from pathlib import Path
 
 from synapse_client.rest import DEFAULT_URL, AuthError, SynapseClient, SynapseError
 from synapse_client.text import (
+    cite,
     format_memory,
     format_neighbours,
     format_recall,
@@ -128,7 +129,7 @@ async def cmd_remember(client: SynapseClient, args) -> None:
     if args.json:
         _emit_json(result)
     else:
-        print(f"{result['status']}  {result['id']}  version {result.get('version')}")
+        print(f"{result['status']}  {cite(result)}")
 
 
 async def cmd_search(client: SynapseClient, args) -> None:
