@@ -159,6 +159,12 @@ class MemoryQuerySet(models.QuerySet):
         return nearest.order_by(order)[:k]
 
 
+def citation(memory_id: str, version: int) -> str:
+    """How an agent names exactly what it relied on: ``mem_…@v3`` (docs/api.md#citations).
+    Local to this instance: a peer may number the same memory's versions differently."""
+    return f"{memory_id}@v{version}"
+
+
 class Memory(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=new_memory_id, editable=False)
     mind = models.ForeignKey(Mind, on_delete=models.CASCADE, related_name="memories")
@@ -261,6 +267,10 @@ class Memory(models.Model):
 
     def __str__(self) -> str:
         return f"{self.category}/{self.key}"
+
+    @property
+    def citation(self) -> str:
+        return citation(self.id, self.version)
 
     @property
     def is_credentials(self) -> bool:

@@ -15,6 +15,7 @@ from synapse_client.events import EVENT_TYPES, normalize_agent_event, to_memory_
 from synapse_client.provenance import ProvenanceError
 from synapse_client.rest import DEFAULT_URL, AuthError, SynapseClient, SynapseError
 from synapse_client.text import (
+    cite,
     format_memory,
     format_neighbours,
     format_recall,
@@ -142,7 +143,7 @@ async def cmd_remember(client: SynapseClient, args) -> None:
     if args.json:
         _emit_json(result)
     else:
-        print(f"{result['status']}  {result['id']}  version {result.get('version')}")
+        print(f"{result['status']}  {cite(result)}")
 
 
 def read_events(args) -> list[dict]:

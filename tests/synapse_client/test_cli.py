@@ -17,11 +17,12 @@ def test_remember_then_recall_shows_the_memory_with_its_id(synapse):
     stored = synapse("remember", "identity", "Ada Lovelace", "--key", "user_name",
                      "--priority", "critical", "--tag", "Person")
     assert stored.returncode == 0, stored.stderr
-    status, memory_id, *_ = stored.stdout.split()
-    assert status == "stored" and MEMORY_ID.fullmatch(memory_id)
+    status, cited = stored.stdout.split()
+    memory_id = cited.removesuffix("@v1")
+    assert status == "stored" and MEMORY_ID.fullmatch(memory_id) and cited == f"{memory_id}@v1"
     recalled = synapse("recall")
     assert recalled.returncode == 0
-    assert f"[{memory_id}] identity/user_name (CRITICAL) [unverified]\n  Ada Lovelace\n" \
+    assert f"[{memory_id}@v1] identity/user_name (CRITICAL) [unverified]\n  Ada Lovelace\n" \
            "  Tags: person" in recalled.stdout
 
 
@@ -44,7 +45,7 @@ def test_get_shows_the_memory_in_full(synapse, remember):
     memory = remember(category="fact", key="city", content="Lives in Lisbon")
     text = synapse("get", memory.id)
     assert text.returncode == 0
-    assert text.stdout.startswith(f"[{memory.id}] fact/city (NORMAL) [unverified]\n")
+    assert text.stdout.startswith(f"[{memory.id}@v1] fact/city (NORMAL) [unverified]\n")
     assert "version 1, source agent, confidence 0.7" in text.stdout
     assert json.loads(synapse("get", memory.id, "--json").stdout)["content"] == \
         "Lives in Lisbon"

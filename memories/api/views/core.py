@@ -51,7 +51,8 @@ RECALL_FILTERS = {"path", "memory_type", "category", "tag"}
 
 def store_answer(result: StoreResult) -> tuple[int, dict]:
     """The status code and body that answer a store."""
-    body = {"id": result.memory.id, "status": result.status, "version": result.memory.version}
+    body = {"id": result.memory.id, "status": result.status, "version": result.memory.version,
+            "citation": result.memory.citation}
     return (status.HTTP_201_CREATED if result.status == "stored" else status.HTTP_200_OK, body)
 
 
