@@ -1,5 +1,6 @@
 """Memory routes, at the root (``/memory…``) as existing Synapse clients expect: the
-MemoryViewSet on a router, plus the compatibility paths of two of its actions."""
+MemoryViewSet on a router, plus the compatibility paths of two of its actions and the
+citation path of a version."""
 
 from django.urls import path, register_converter
 from rest_framework.routers import SimpleRouter
@@ -29,6 +30,10 @@ urlpatterns = [
     path("memory/<memory_id:memory_id>/related",
          MemoryViewSet.route("get", "related", handler="related_alias"),
          name="memory-related-alias"),
+    # A citation, mem_…@vN, is an address too: exactly that version.
+    path("memory/<memory_id:memory_id>@v<int:version>",
+         MemoryViewSet.route("get", "version_detail", handler="version_by_citation"),
+         name="memory-citation"),
     path("mind/export", MemoryViewSet.route("get", "mind_export", handler="mind_export_alias"),
          name="mind-export"),
 ]

@@ -115,7 +115,8 @@ def test_update_answer_reveals_to_the_owner_but_delete_answer_redacts(agent, git
 
 def test_storing_the_same_secret_again_is_unchanged_despite_random_iv(agent, github):
     again = agent.post("/memory", GITHUB, format="json")
-    assert again.json() == {"id": github, "status": "unchanged", "version": 1}
+    assert again.json() == {"id": github, "status": "unchanged", "version": 1,
+                            "citation": f"{github}@v1"}
     assert MemoryVersion.objects.filter(memory_id=github).count() == 1
 
 

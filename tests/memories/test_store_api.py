@@ -26,7 +26,8 @@ def test_identical_store_is_unchanged_and_writes_nothing(agent):
     first = agent.post("/memory", NAME, format="json").json()
     second = agent.post("/memory", NAME, format="json")
     assert second.status_code == 200
-    assert second.json() == {"id": first["id"], "status": "unchanged", "version": 1}
+    assert second.json() == {"id": first["id"], "status": "unchanged", "version": 1,
+                                 "citation": f"{first['id']}@v1"}
     assert MemoryVersion.objects.filter(memory_id=first["id"]).count() == 1
     assert AuditEvent.objects.filter(memory_id=first["id"]).count() == 1
 
@@ -35,7 +36,8 @@ def test_upsert_with_same_key_creates_version_2(agent):
     first = agent.post("/memory", NAME, format="json").json()
     response = agent.post("/memory", {**NAME, "content": "Michael Schaefer"}, format="json")
     assert response.status_code == 200
-    assert response.json() == {"id": first["id"], "status": "updated", "version": 2}
+    assert response.json() == {"id": first["id"], "status": "updated", "version": 2,
+                               "citation": f"{first['id']}@v2"}
     versions = MemoryVersion.objects.filter(memory_id=first["id"]).order_by("version")
     assert [v.content for v in versions] == ["Michael Schäfer", "Michael Schaefer"]
 
@@ -52,7 +54,8 @@ def test_store_without_key_derives_a_stable_one(agent):
     body = {"category": "note", "content": "The build server is in Frankfurt"}
     first = agent.post("/memory", body, format="json").json()
     second = agent.post("/memory", body, format="json").json()
-    assert second == {"id": first["id"], "status": "unchanged", "version": 1}
+    assert second == {"id": first["id"], "status": "unchanged", "version": 1,
+                                 "citation": f"{first['id']}@v1"}
     assert Memory.objects.get(pk=first["id"]).key.startswith("the_build_server_is_in_")
 
 

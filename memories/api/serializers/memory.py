@@ -161,6 +161,13 @@ class MemorySerializer(serializers.ModelSerializer):
         return display_content(memory)
 
 
+class RetrieveQuery(serializers.Serializer):
+    version = serializers.IntegerField(
+        min_value=1, max_value=2**31 - 1, required=False,
+        help_text="Exactly this version (as GET /memory/{id}/versions/{version} answers it): "
+                  "what `mem_…@vN` cites, in the trash too.")
+
+
 class StoreResponseSerializer(serializers.Serializer):
     id = serializers.CharField()
     status = serializers.ChoiceField(choices=["stored", "updated", "unchanged"])

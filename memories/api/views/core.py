@@ -7,13 +7,14 @@ from django.conf import settings
 from django.db import connection
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import exceptions, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from memories import recall as recall_module
 from memories.api.schema import ERRORS, IDEMPOTENCY_HEADER, PROVENANCE_HEADERS
+from memories.api.serializers.lifecycle import VersionDetailSerializer
 from memories.api.serializers.memory import (
     HealthSerializer,
     MemoryListQuerySerializer,
@@ -23,6 +24,7 @@ from memories.api.serializers.memory import (
     MemoryUpdateSerializer,
     RecallJSONSerializer,
     RecallQuerySerializer,
+    RetrieveQuery,
     StoreResponseSerializer,
     stream_recall_json,
 )
@@ -62,6 +64,8 @@ class CoreActions:
     def get_query_serializer_class(self):
         if self.action == "list":
             return MemoryListQuerySerializer
+        if self.action == "retrieve":
+            return RetrieveQuery
         return super().get_query_serializer_class()
 
     @extend_schema(operation_id="memory_list", parameters=[MIND_PARAMETER,
@@ -105,10 +109,17 @@ class CoreActions:
             response["Idempotent-Replayed"] = "true"
         return response
 
-    @extend_schema(operation_id="memory_get", parameters=[MIND_PARAMETER],
-                   responses={200: MemorySerializer, **ERRORS}, tags=["memory"])
+    @extend_schema(operation_id="memory_get", parameters=[MIND_PARAMETER, RetrieveQuery],
+                   responses={200: PolymorphicProxySerializer(
+                       component_name="MemoryOrVersion", resource_type_field_name=None,
+                       serializers=[MemorySerializer, VersionDetailSerializer]), **ERRORS},
+                   tags=["memory"])
     def retrieve(self, request, memory_id: str):
-        """One memory; the owning mind reads credentials content in plaintext here."""
+        """One memory; the owning mind reads credentials content in plaintext here. With
+        ``version``, exactly that version instead (the answer of
+        GET /memory/{id}/versions/{version}): what a citation ``mem_…@vN`` names."""
+        if "version" in self.query:
+            return self.version_detail(request, memory_id, self.query["version"])
         memory = self.get_object()
         return Response(MemorySerializer(memory, context={"reveal_credentials": True}).data)
 

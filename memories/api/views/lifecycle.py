@@ -68,6 +68,13 @@ class LifecycleActions:
         return Response({"id": memory.id, "current_version": memory.version,
                          **version_payload(snapshot, reveal=True)})
 
+    @extend_schema(operation_id="memory_citation", parameters=[MIND_PARAMETER],
+                   responses={200: VersionDetailSerializer, **ERRORS}, tags=["lifecycle"])
+    def version_by_citation(self, request, memory_id: str, version: int):
+        """``GET /memory/mem_…@vN``: exactly the version a citation names (as
+        GET /memory/{id}/versions/{version})."""
+        return self.version_detail(request, memory_id, version)
+
     @extend_schema(operation_id="memory_version_diff", parameters=[MIND_PARAMETER,
                                                                    VersionDiffQuery],
                    responses={200: VersionDiffSerializer, **ERRORS}, tags=["lifecycle"])
