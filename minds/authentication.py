@@ -24,7 +24,16 @@ class AgentPrincipal:
 
     @property
     def mind(self) -> Mind:
-        return self.key.mind
+        """The key's mind, carrying the key's path prefixes as its ``reach``: every
+        memory query made for it sees only those paths (Memory.objects.for_mind)."""
+        mind = self.key.mind
+        mind.reach = self.reach
+        return mind
+
+    @property
+    def reach(self) -> tuple[str, ...]:
+        """The path prefixes this key is limited to; empty, the whole mind."""
+        return tuple(self.key.paths)
 
     @property
     def can_write(self) -> bool:
@@ -40,6 +49,12 @@ class AgentPrincipal:
 
 def is_agent(principal) -> bool:
     return isinstance(principal, AgentPrincipal)
+
+
+def reach_of(principal) -> tuple[str, ...]:
+    """The path prefixes a principal's writes may land on: a path-scoped key's; empty
+    (the whole mind) for every other key and for humans."""
+    return principal.reach if is_agent(principal) else ()
 
 
 class MindKeyAuthentication(authentication.BaseAuthentication):
