@@ -1,5 +1,6 @@
 """Mind Key authentication: a machine principal for one mind, never a user."""
 
+import copy
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -24,11 +25,15 @@ class AgentPrincipal:
 
     @property
     def mind(self) -> Mind:
-        """The key's mind, carrying the key's path prefixes as its ``reach``: every
-        memory query made for it sees only those paths (Memory.objects.for_mind)."""
+        """The key's mind; for a path-scoped key a copy carrying its prefixes as its
+        ``reach``, so every memory query made for it sees only those paths
+        (Memory.objects.for_mind). The key's own instance is never changed."""
         mind = self.key.mind
-        mind.reach = self.reach
-        return mind
+        if not self.key.paths:
+            return mind
+        scoped = copy.copy(mind)
+        scoped.reach = self.reach
+        return scoped
 
     @property
     def reach(self) -> tuple[str, ...]:
