@@ -21,8 +21,9 @@ from memories.models import AuditEvent, Memory, MemoryTombstone
 from memories.paths import MAX_KEY_PATHS
 from memories.services import memory_delete, memory_purge_trash, memory_store, memory_update
 from minds.authentication import AgentPrincipal
+from minds.models import MindKey
 from minds.services import key_issue
-from tests.conftest import jwt_client, key_client
+from tests.conftest import jwt_client, key_client, messages_of, text
 
 pytestmark = pytest.mark.django_db
 
@@ -138,6 +139,43 @@ def test_sixteen_prefixes_are_accepted(human, alice_mind):
     response = human.post(f"/minds/{alice_mind.id}/keys", {"name": "many", "paths": paths},
                           format="json")
     assert response.status_code == 201 and response.json()["paths"] == paths
+
+
+def test_the_web_ui_issues_and_lists_keys_with_paths(owner, ui, alice_mind):
+    response = owner.post(ui("keys"), {"name": "scoped laptop", "scope": "write",
+                                       "expires_at": "",
+                                       "paths": "Projects/A, team/x\nprojects/a/notes\n\n"})
+    assert response.status_code == 200
+    key = MindKey.objects.get(mind=alice_mind, name="scoped laptop")
+    assert key.paths == ["projects/a", "team/x"]
+    page = text(owner.get(ui("keys")))
+    whole = '<span class="muted">whole mind</span>'
+    assert "projects/a/" in page and "team/x/" in page and whole not in page
+    key_issue(mind=alice_mind, name="unscoped")
+    assert whole in text(owner.get(ui("keys")))
+
+
+def test_the_web_ui_refuses_invalid_paths(owner, ui, alice_mind):
+    response = owner.post(ui("keys"), {"name": "bad", "scope": "write", "expires_at": "",
+                                       "paths": "projects/../etc"})
+    assert response.status_code == 400
+    assert "no &#x27;.&#x27; or &#x27;..&#x27; segments" in text(response)
+    assert not MindKey.objects.filter(mind=alice_mind).exists()
+
+
+def test_the_admin_issues_and_shows_keys_with_paths(staff, alice_mind):
+    response = staff.post("/admin/minds/mindkey/add/", {
+        "mind": alice_mind.pk, "name": "admin scoped", "scope": "read",
+        "paths": "Projects/A,team/x"}, follow=True)
+    assert response.status_code == 200, messages_of(response)
+    key = MindKey.objects.get(name="admin scoped")
+    assert key.paths == ["projects/a", "team/x"]
+    assert "projects/a, team/x" in text(staff.get("/admin/minds/mindkey/"))
+    assert "projects/a, team/x" in text(staff.get(f"/admin/minds/mindkey/{key.pk}/change/"))
+    refused = staff.post("/admin/minds/mindkey/add/", {
+        "mind": alice_mind.pk, "name": "admin bad", "scope": "read", "paths": "/"})
+    assert "The root is not a path prefix" in text(refused)
+    assert not MindKey.objects.filter(name="admin bad").exists()
 
 
 # -- Reads --------------------------------------------------------------------------------
