@@ -178,6 +178,17 @@ def test_the_admin_issues_and_shows_keys_with_paths(staff, alice_mind):
     assert not MindKey.objects.filter(name="admin bad").exists()
 
 
+def test_issue_key_takes_paths(alice_mind, capsys):
+    from django.core.management import CommandError, call_command
+
+    call_command("issue_key", alice_mind.id, "--name", "cli scoped", "--path", "Projects/A",
+                 "--path", "team/x")
+    assert MindKey.objects.get(name="cli scoped").paths == ["projects/a", "team/x"]
+    with pytest.raises(CommandError, match="no empty segments"):
+        call_command("issue_key", alice_mind.id, "--name", "cli bad", "--path", "a//b")
+    assert not MindKey.objects.filter(name="cli bad").exists()
+
+
 # -- Reads --------------------------------------------------------------------------------
 
 READ_ROUTES = [
@@ -350,6 +361,16 @@ def test_an_upsert_of_a_key_held_outside_is_a_409_that_reveals_nothing(world):
                                  HTTP_IDEMPOTENCY_KEY="retry-1")
     assert response.status_code == 409
     assert world.outside_rows() == before
+
+
+def test_an_idempotency_key_used_by_another_key_is_never_replayed_to_a_scoped_one(world):
+    payload = {"category": "fact", "key": "shared_retry", "content": "stored at the root"}
+    whole = key_client(key_issue(mind=world.mind, name="whole")[1])
+    first = whole.post("/memory", payload, format="json", HTTP_IDEMPOTENCY_KEY="same-1")
+    assert first.status_code == 201
+    again = world.client.post("/memory", payload, format="json", HTTP_IDEMPOTENCY_KEY="same-1")
+    assert again.status_code == 409 and first.json()["id"] not in body(again)
+    assert not again.has_header("Idempotent-Replayed")
 
 
 def test_an_upsert_inside_the_scope_updates(world):
