@@ -191,7 +191,7 @@ class MemoryVersionAdmin(OwnMindsOnly, ReadOnlyAdmin):
 
     owner_path = "memory__mind__owner"
     list_display = ["memory", "version", "category", "key", "memory_type", "path",
-                    "occurred_at", "preview", "recorded_by", "created_at"]
+                    "occurred_at", "preview", "recorded_by", "agent", "created_at"]
     list_filter = ["memory_type", PathFilter, "category", "recorded_by_type"]
     list_select_related = ["memory"]
     search_fields = ["memory__id", "key", "path"]
@@ -199,7 +199,7 @@ class MemoryVersionAdmin(OwnMindsOnly, ReadOnlyAdmin):
     fields = ["memory", "version", "category", "key", "memory_type", "path", "occurred_at",
               "shown_content", "tags", "priority", "source", "confidence", "expires_at",
               "recorded_by_type", "recorded_by", "claimed_source", "claimed_actor",
-              "created_at"]
+              "agent", "agent_instance", "device", "parent", "reverted_from", "created_at"]
     readonly_fields = fields
 
     def get_queryset(self, request):
@@ -218,7 +218,8 @@ class MemoryVersionAdmin(OwnMindsOnly, ReadOnlyAdmin):
 class AuditEventAdmin(OwnMindsOnly, ReadOnlyAdmin):
     """The audit log, append-only: nobody adds, edits or deletes an event here."""
 
-    list_display = ["created_at", "action", "actor_type", "actor_label", "mind", "memory_id"]
+    list_display = ["created_at", "action", "actor_type", "actor_label", "agent", "mind",
+                    "memory_id"]
     list_filter = ["action", "actor_type"]
     list_select_related = ["mind"]
     search_fields = ["memory_id", "actor_label", "action", "mind__id", "mind__name"]

@@ -3,6 +3,7 @@
 from memories.models import AuditEvent
 from minds.authentication import AgentPrincipal
 from minds.models import Mind
+from synapse.provenance import NO_PROVENANCE, Provenance
 
 
 def describe_actor(actor) -> tuple[str, str, str]:
@@ -15,9 +16,11 @@ def describe_actor(actor) -> tuple[str, str, str]:
 
 
 def record_event(*, mind: Mind, actor, action: str, memory_id: str = "",
-                 details: dict | None = None) -> AuditEvent:
-    """Append one event. Callers never put secrets or credentials content in ``details``."""
+                 details: dict | None = None,
+                 provenance: Provenance = NO_PROVENANCE) -> AuditEvent:
+    """Append one event. Callers never put secrets or credentials content in ``details``;
+    ``provenance`` is what the request claimed about its agent (recorded, never trusted)."""
     actor_type, actor_id, label = describe_actor(actor)
     return AuditEvent.objects.create(mind=mind, actor_type=actor_type, actor_id=actor_id,
                                      actor_label=label, action=action, memory_id=memory_id,
-                                     details=details or {})
+                                     details=details or {}, **provenance.as_fields())

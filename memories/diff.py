@@ -162,3 +162,48 @@ def _shown(name: str, value) -> str:
         return value.strftime("%Y-%m-%d %H:%M:%S UTC" if name == "occurred_at"
                               else "%Y-%m-%d %H:%M UTC")
     return str(value)
+
+
+# The API's marks of a line in a hunk, as in a unified diff.
+HUNK_OPS = {"same": " ", "del": "-", "ins": "+"}
+
+
+def content_hunks(old: str, new: str) -> list[dict]:
+    """The API's line diff of two texts: :func:`content_diff` (same bounds, same folding)
+    as hunks of changed lines and their context, each ``{"old_start", "new_start",
+    "lines": [{"op": " " | "-" | "+", "text"}]}`` (1-based line numbers, as in a unified
+    diff). Raises DiffTooCostly as content_diff does."""
+    hunks: list[dict] = []
+    hunk = None
+    old_line = new_line = 1
+    for line in content_diff(old, new):
+        if line.kind == "gap":
+            hunk = None
+            old_line += line.skipped
+            new_line += line.skipped
+            continue
+        if hunk is None:
+            hunk = {"old_start": old_line, "new_start": new_line, "lines": []}
+            hunks.append(hunk)
+        hunk["lines"].append({"op": HUNK_OPS[line.kind],
+                              "text": "".join(text for _kind, text in line.parts)})
+        old_line += line.kind != "ins"
+        new_line += line.kind != "del"
+    return hunks
+
+
+def payload_changes(old: dict, new: dict) -> list[dict]:
+    """What changed between two versions as the API shows them (memories.export
+    .version_payload, content in plaintext or redacted alike): ``{"field", "from", "to"}``
+    for each versioned field other than content, then, when the content differs,
+    ``{"field": "content", "hunks": […]}`` (:func:`content_hunks`), or
+    ``{"field": "content", "too_large": true, "hunks": []}`` past the diff's bounds."""
+    changes = [{"field": name, "from": old[name], "to": new[name]}
+               for name in VERSIONED_FIELDS if name != "content" and old[name] != new[name]]
+    if old["content"] != new["content"]:
+        try:
+            changes.append({"field": "content", "too_large": False,
+                            "hunks": content_hunks(old["content"], new["content"])})
+        except DiffTooCostly:
+            changes.append({"field": "content", "too_large": True, "hunks": []})
+    return changes

@@ -5,7 +5,7 @@ import json
 from collections.abc import Iterator
 
 from django.core.exceptions import ValidationError
-from django.db.models import Prefetch
+from django.db.models import OuterRef, Prefetch, Subquery
 from django.utils import timezone
 
 from memories.models import (
@@ -40,7 +40,9 @@ CHUNK_SIZE = 1000
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 CSV_COLUMNS = ["id", "category", "key", "content", "tags", "priority", "source", "verified",
                "confidence", "expires_at", "version", "created_at", "updated_at",
-               "memory_type", "path", "occurred_at"]
+               "memory_type", "path", "occurred_at", "agent", "agent_instance", "device"]
+# The CSV has no versions: its provenance columns are those of each memory's current one.
+PROVENANCE_FIELDS = ("agent", "agent_instance", "device")
 
 
 def version_payload(snapshot: MemoryVersion, *, reveal: bool) -> dict:
@@ -53,6 +55,8 @@ def version_payload(snapshot: MemoryVersion, *, reveal: bool) -> dict:
                "occurred_at": format_timestamp(snapshot.occurred_at), "actor": snapshot.actor,
                "recorded_by": snapshot.recorded_by_payload,
                "claimed_source": snapshot.claimed_source, "claimed_actor": snapshot.claimed_actor,
+               **snapshot.provenance.as_fields(),
+               "parent": snapshot.parent, "reverted_from": snapshot.reverted_from,
                "created_at": format_timestamp(snapshot.created_at)}
     if snapshot.category == Category.CREDENTIALS and not reveal:
         payload["content_redacted"] = True
@@ -127,13 +131,18 @@ def csv_cell(value):
 
 def export_csv(*, mind: Mind, reveal: bool, path: str = "") -> Iterator[str]:
     """Current memories (not in the trash, not superseded; with ``path``, those at that
-    path or below it), one row each, handed out in
+    path or below it), one row each, with the provenance claimed by the request that wrote
+    its current version (``agent``, ``agent_instance``, ``device``), handed out in
     pieces of CHUNK_SIZE rows (a piece per row would cost the server one send each).
     Stored text that a spreadsheet would run as a formula is neutralised (:func:`csv_cell`);
     the JSON export carries it unchanged."""
     writer = csv.writer(_Line())
     piece = [writer.writerow(CSV_COLUMNS)]
+    current_version = MemoryVersion.objects.filter(memory=OuterRef("pk"),
+                                                   version=OuterRef("version"))
     memories = (Memory.objects.for_mind(mind).current().under(path).without_vectors()
+                .annotate(**{f"version_{name}": Subquery(current_version.values(name)[:1])
+                             for name in PROVENANCE_FIELDS})
                 .order_by("category", "key"))
     for memory in memories.iterator(chunk_size=CHUNK_SIZE):
         piece.append(writer.writerow(map(csv_cell, [
@@ -142,7 +151,8 @@ def export_csv(*, mind: Mind, reveal: bool, path: str = "") -> Iterator[str]:
             "true" if memory.verified else "false", memory.confidence,
             format_timestamp(memory.expires_at) or "", memory.version,
             format_timestamp(memory.created_at), format_timestamp(memory.updated_at),
-            memory.memory_type, memory.path, format_timestamp(memory.occurred_at) or ""])))
+            memory.memory_type, memory.path, format_timestamp(memory.occurred_at) or "",
+            *(getattr(memory, f"version_{name}") or "" for name in PROVENANCE_FIELDS)])))
         if len(piece) >= CHUNK_SIZE:
             yield "".join(piece)
             piece = []
@@ -332,6 +342,18 @@ class _Reader:
         return {"claimed_source": self.choice("claimed_source", [*Source.values, ""], ""),
                 "claimed_actor": actor}
 
+    def lineage(self, version: int) -> dict:
+        """``parent`` and ``reverted_from`` of a version (earlier numbers, or null); an
+        export older than them gives each version the one before it as its parent."""
+        found = {"parent": version - 1 if version > 1 else None, "reverted_from": None}
+        for name in found:
+            value = self.get(name, found[name] if name == "parent" else None)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or not 1 <= value < version):
+                self.fail(name, "Expected null or the number of an earlier version.")
+            found[name] = value
+        return found
+
 
 def read_backup(body: JSONStream | dict) -> Iterator[tuple[str, dict]]:
     """Read and check a JSON export as it arrives: ``("memory", item)`` and
@@ -390,9 +412,10 @@ def _memories(memories_data: Iterator) -> Iterator[dict]:
         versions = []
         for number, raw_version in enumerate(versions_data):
             snapshot = _Reader(raw_version, f"{reader.path}.versions[{number}]")
-            versions.append({"version": snapshot.integer("version"), **snapshot.fields(),
+            number_read = snapshot.integer("version")
+            versions.append({"version": number_read, **snapshot.fields(),
                              "actor": snapshot.line("actor", max_length=200),
-                             **snapshot.claims(),
+                             **snapshot.claims(), **snapshot.lineage(number_read),
                              "created_at": snapshot.timestamp("created_at", required=True)})
         item["versions"] = versions
         yield item

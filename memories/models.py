@@ -15,6 +15,7 @@ from memories.paths import MAX_PATH_LENGTH, PATH_PATTERN
 from memories.query import DEFAULT_CONFIG, parse_query, search_query
 from minds.models import Mind
 from synapse.ids import new_memory_id
+from synapse.provenance import Provenance
 
 
 class Category(models.TextChoices):
@@ -176,6 +177,12 @@ class MemoryQuerySet(models.QuerySet):
         return nearest.order_by(order)[:k]
 
 
+def citation(memory_id: str, version: int) -> str:
+    """How an agent names exactly what it relied on: ``mem_…@v3`` (docs/api.md#citations).
+    Local to this instance: a peer may number the same memory's versions differently."""
+    return f"{memory_id}@v{version}"
+
+
 class Memory(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=new_memory_id, editable=False)
     mind = models.ForeignKey(Mind, on_delete=models.CASCADE, related_name="memories")
@@ -280,6 +287,10 @@ class Memory(models.Model):
         return f"{self.category}/{self.key}"
 
     @property
+    def citation(self) -> str:
+        return citation(self.id, self.version)
+
+    @property
     def is_credentials(self) -> bool:
         return self.category == Category.CREDENTIALS
 
@@ -336,6 +347,16 @@ class MemoryVersion(models.Model):
     # as a claim, never trusted. Blank for versions written here.
     claimed_source = models.CharField(max_length=10, blank=True)
     claimed_actor = models.CharField(max_length=200, blank=True)
+    # What the writing request claimed about its agent (synapse.provenance: the
+    # X-Synapse-Agent, -Agent-Instance and -Device headers), beside recorded_by; never
+    # trusted, never taken from a body. Blank when not sent, and on versions from before.
+    agent = models.CharField(max_length=64, blank=True, default="")
+    agent_instance = models.CharField(max_length=64, blank=True, default="")
+    device = models.CharField(max_length=200, blank=True, default="")
+    # The version this one was derived from: the current version when it was written
+    # (null for version 1); for a revert also the version whose fields it copied.
+    parent = models.PositiveIntegerField(null=True, blank=True)
+    reverted_from = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -357,6 +378,12 @@ class MemoryVersion(models.Model):
     def plaintext_content(self) -> str:
         """The snapshot's content in plaintext (see Memory.plaintext_content)."""
         return open_content(self.category, self.content)
+
+    @property
+    def provenance(self) -> Provenance:
+        """What the writing request claimed about its agent."""
+        return Provenance(agent=self.agent, agent_instance=self.agent_instance,
+                          device=self.device)
 
     @property
     def recorded_by_payload(self) -> dict:
@@ -389,6 +416,10 @@ class AuditEvent(models.Model):
     action = models.CharField(max_length=30)
     memory_id = models.CharField(max_length=40, blank=True, db_index=True)
     details = models.JSONField(default=dict, blank=True)
+    # What the request claimed about its agent (as on MemoryVersion); never trusted.
+    agent = models.CharField(max_length=64, blank=True, default="")
+    agent_instance = models.CharField(max_length=64, blank=True, default="")
+    device = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -46,9 +46,9 @@ _YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
 class Tuning:
     """The ranking's parameters; the defaults are what cross-validation chose."""
 
-    keyword_weight: float = 0.6
+    keyword_weight: float = 0.5
     neighbour_share: float = 0.4
-    rerank_weight: float = 0.5
+    rerank_weight: float = 0.4
 
 
 @dataclass

@@ -9,7 +9,7 @@ from typing import NamedTuple
 from django.db import connection
 from django.db.models import Count, Q
 
-from memories.models import Category, Memory, Priority, default_memory_type
+from memories.models import Category, Memory, Priority, citation, default_memory_type
 from minds.models import Mind
 from synapse.text import indented, inline
 
@@ -35,6 +35,11 @@ class RecallItem(NamedTuple):
     memory_type: str
     path: str
     occurred_at: datetime | None
+    version: int
+
+    @property
+    def citation(self) -> str:
+        return citation(self.id, self.version)
 
 
 RECALL_FIELDS = RecallItem._fields
@@ -95,14 +100,14 @@ def display_content(memory: Memory | RecallItem) -> str:
 def format_block(position: int, memory: Memory | RecallItem) -> str:
     """One memory as recall shows it (docs/api.md#recall); blocks are separated by a blank line::
 
-        [001] identity (CRITICAL) [verified]
+        [001] identity (CRITICAL) [verified] mem_4Fq2xT9kLm3nPq8rS1vW@v3
           user_name
           Michael Schäfer
           Tags: person, identity
 
-    The header line ends with where the memory lives when that is not the default
-    (:func:`format_place`): ``[002] context (NORMAL) [verified] episodic talks/one
-    @2026-05-01T12:00:00Z``.
+    The header line names the version shown, to cite (``mem_…@vN``), and ends with where
+    the memory lives when that is not the default (:func:`format_place`): ``[002] context
+    (NORMAL) [verified] mem_…@v1 episodic talks/one @2026-05-01T12:00:00Z``.
 
     Every line of every stored field (key, content, tags) is indented by two spaces, whatever
     breaks it (LS, PS, NEL, CR as well as LF), and the fields of a header line (here and in
@@ -113,7 +118,7 @@ def format_block(position: int, memory: Memory | RecallItem) -> str:
     """
     status = "[verified]" if memory.verified else "[unverified]"
     header = (f"[{position:03d}] {inline(memory.category)} ({inline(memory.priority.upper())}) "
-              f"{status}")
+              f"{status} {memory.citation}")
     place = format_place(memory)
     lines = [f"{header} {place}" if place else header]
     lines += indented(memory.key)

@@ -237,6 +237,9 @@ class MemoryCreateView(MemoryPageView):
 
 
 ACTIVITY_LIMIT = 20
+# The memory page's filters of its versions and activity: query parameter → field claimed
+# by the writing request (synapse.provenance), as the API's ?agent= and ?instance=.
+CLAIM_FILTERS = {"agent": "agent", "instance": "agent_instance"}
 # Audit actions as the memory page words them.
 ACTIONS = {"store": "stored it", "update": "edited it", "verify": "verified it",
            "unverify": "unverified it", "delete": "moved it to the trash",
@@ -252,8 +255,11 @@ class MemoryDetailView(MemoryPageView):
 
     def get(self, request, mind_id, memory_id):
         memory = self.get_memory(memory_id)
+        # ?agent= and ?instance= keep the versions and activity whose request claimed them.
+        claimed = {field: request.GET[param].strip() for param, field in CLAIM_FILTERS.items()
+                   if request.GET.get(param, "").strip()}
         # A page of the history, newest first; the diff reads only the two versions it shows.
-        page = Paginator(memory.versions.order_by("-version"),
+        page = Paginator(memory.versions.filter(**claimed).order_by("-version"),
                          VERSIONS_PAGE_SIZE).get_page(request.GET.get("page"))
         newest = memory.versions.order_by("-version").values_list("version", flat=True).first()
         to_version = _int(request.GET.get("to"), newest or 0)
@@ -270,7 +276,7 @@ class MemoryDetailView(MemoryPageView):
                 # Too long or repetitive to match within the budget: both texts, unmatched.
                 diff["side_by_side"] = (_revealed(old), _revealed(new))
         now = timezone.now()
-        activity = (AuditEvent.objects.filter(mind=self.mind, memory_id=memory.id)
+        activity = (AuditEvent.objects.filter(mind=self.mind, memory_id=memory.id, **claimed)
                     .order_by("-created_at", "-id")[:ACTIVITY_LIMIT])
         params = request.GET.copy()
         params.pop("page", None)
@@ -286,6 +292,9 @@ class MemoryDetailView(MemoryPageView):
             "memory": memory, "content": _revealed(memory), "versions": page.object_list,
             "page": page, "page_query": params.urlencode(), "page_anchor": "versions",
             "newest_version": newest, "diff": diff,
+            "claim_filter": {param: request.GET.get(param, "").strip()
+                             for param in CLAIM_FILTERS},
+            "claim_filtered": bool(claimed),
             "from_version": from_version, "to_version": to_version,
             "expired": memory.expires_at is not None and memory.expires_at <= now,
             "superseded_by": (self.memories().filter(pk=memory.superseded_by_id).first()

@@ -26,10 +26,18 @@ from starlette.responses import JSONResponse  # noqa: E402
 
 from minds.authentication import MindKeyAuthentication  # noqa: E402
 from synapse.api import error_body  # noqa: E402
+from synapse.provenance import (  # noqa: E402
+    AGENT_HEADER,
+    DEVICE_HEADER,
+    INSTANCE_HEADER,
+    InvalidProvenance,
+    provenance_from_headers,
+)
 from synapse_client.rest import SynapseClient  # noqa: E402
 from synapse_client.tools import build_server  # noqa: E402
 
 MCP_PATH = "/mcp"
+PROVENANCE_HEADERS = (AGENT_HEADER.lower(), INSTANCE_HEADER.lower(), DEVICE_HEADER.lower())
 access_log = logging.getLogger("synapse.access")
 logger = logging.getLogger("synapse.mcp")
 
@@ -97,8 +105,13 @@ async def client_for_call(ctx):
     request = ctx.request_context.request
     headers = request.headers
     key = _bearer_key(headers) or ""
+    # The agent's provenance claims go with each call, so what a tool writes records them
+    # as a REST write with these headers would (mcp_endpoint has checked them); as the
+    # bytes received: a UTF-8 device name is not ASCII.
     forwarded = {name: headers[name] for name in ("x-forwarded-proto", "x-forwarded-for")
                  if name in headers}
+    forwarded.update({name: headers[name].encode("latin-1") for name in PROVENANCE_HEADERS
+                      if name in headers})
     client_address = request.scope.get("client") or ("127.0.0.1", 0)
     transport = httpx.ASGITransport(app=django_app, client=tuple(client_address))
     url = f"{request.scope.get('scheme', 'http')}://{headers.get('host', 'localhost')}"
@@ -125,6 +138,15 @@ async def mcp_endpoint(scope, receive, send) -> None:
                                          if settings.DEBUG else [])
     if not domain or not validate_host(domain, allowed):
         await _refusal(400, "invalid", "Invalid Host header.")(scope, receive, send)
+        return
+    try:
+        provenance_from_headers(headers)
+    except InvalidProvenance as error:
+        # As a REST write would answer it, before any MCP message is read.
+        await JSONResponse(
+            error_body(400, "invalid", f"{error.header}: {error.message}",
+                       {error.header: [error.message]}),
+            status_code=400, headers={"Cache-Control": "no-store"})(scope, receive, send)
         return
     key = _bearer_key(headers)
     loop = asyncio.get_running_loop()

@@ -1,6 +1,6 @@
-"""``synapse``: the command line (recall, remember, search, timeline, get, forget, restore,
-export, import, stats) over the REST API, configured by ``SYNAPSE_URL`` and
-``SYNAPSE_MIND_KEY``."""
+"""``synapse``: the command line (recall, remember, remember-event, search, timeline, get,
+forget, restore, export, import, stats) over the REST API, configured by ``SYNAPSE_URL``
+and ``SYNAPSE_MIND_KEY``."""
 
 import argparse
 import asyncio
@@ -11,8 +11,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from synapse_client.events import EVENT_TYPES, normalize_agent_event, to_memory_candidate
+from synapse_client.provenance import ProvenanceError
 from synapse_client.rest import DEFAULT_URL, AuthError, SynapseClient, SynapseError
 from synapse_client.text import (
+    cite,
     format_memory,
     format_neighbours,
     format_recall,
@@ -22,7 +25,8 @@ from synapse_client.text import (
 )
 
 # Exit codes (EPILOG tells the user): 0 success; 1 the API refused the request, could not
-# be reached, or the client is not configured; 2 bad command-line usage; 3 the Mind Key is
+# be reached, the client is not configured, or an event is refused; 2 bad command-line usage
+# or an invalid SYNAPSE_AGENT / SYNAPSE_AGENT_INSTANCE_ID / SYNAPSE_DEVICE; 3 the Mind Key is
 # missing, wrong, revoked, expired or not allowed to do this (HTTP 401/403); 130 interrupted.
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_AUTH, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 CATEGORIES = ["identity", "preference", "fact", "project", "skill", "mistake", "context",
@@ -35,11 +39,22 @@ EPILOG = """\
 environment:
   SYNAPSE_URL        the Synapse server (default http://127.0.0.1:8000)
   SYNAPSE_MIND_KEY   a Mind Key (mk_...) of the mind to use
+  SYNAPSE_AGENT      the agent's name, sent as X-Synapse-Agent on every request
+                     (1-64 of A-Z a-z 0-9 . _ -; default synapse-cli)
+  SYNAPSE_AGENT_INSTANCE_ID
+                     this installation's id, X-Synapse-Agent-Instance (1-64 of
+                     A-Z a-z 0-9 . _ -; default: made once, kept in the config folder)
+  SYNAPSE_DEVICE     X-Synapse-Device, at most 200 characters (default
+                     "<host>; <OS> <release>; synapse-cli/<version>"; empty: none)
+  SYNAPSE_CONFIG_DIR the config folder (default $XDG_CONFIG_HOME/synapse or
+                     ~/.config/synapse)
 
 exit codes:
   0  success
-  1  the API refused the request, the server could not be reached, or no key is set
-  2  bad command-line usage
+  1  the API refused the request, the server could not be reached, no key is set, or
+     remember-event refused an event
+  2  bad command-line usage, or an invalid SYNAPSE_AGENT, SYNAPSE_AGENT_INSTANCE_ID or
+     SYNAPSE_DEVICE
   3  the Mind Key is missing, wrong, revoked, expired or not allowed to do this
 """
 
@@ -128,7 +143,52 @@ async def cmd_remember(client: SynapseClient, args) -> None:
     if args.json:
         _emit_json(result)
     else:
-        print(f"{result['status']}  {result['id']}  version {result.get('version')}")
+        print(f"{result['status']}  {cite(result)}")
+
+
+def read_events(args) -> list[dict]:
+    """The events of ``remember-event``: one JSON object, or one per line with --lines,
+    each normalised and made a candidate; any bad one stops everything before a write."""
+    text = sys.stdin.read() if args.event in (None, "-") else args.event
+    if args.lines:
+        numbered = [(number, line) for number, line in enumerate(text.splitlines(), 1)
+                    if line.strip()]
+    else:
+        numbered = [(None, text)] if text.strip() else []
+    if not numbered:
+        raise SynapseError(0, "invalid_event", "No event given: pass one as JSON, or on "
+                                               "stdin.")
+    candidates = []
+    for number, chunk in numbered:
+        where = f"line {number}: " if number else ""
+        try:
+            event = json.loads(chunk)
+            candidates.append(to_memory_candidate(normalize_agent_event(
+                event, source=args.source, default_agent_id=args.agent)))
+        except ValueError as error:  # json.JSONDecodeError is one
+            message = (f"not JSON ({error})" if isinstance(error, json.JSONDecodeError)
+                       else str(error))
+            raise SynapseError(0, "invalid_event", f"{where}{message}") from None
+    return candidates
+
+
+async def cmd_remember_event(client: SynapseClient | None, args) -> None:
+    candidates = read_events(args)
+    if args.dry_run:
+        _emit_json(candidates if args.lines else candidates[0])
+        return
+    answers = []
+    for candidate in candidates:
+        body = {name: value for name, value in candidate.items() if name != "provenance"}
+        provenance = candidate.get("provenance", {})
+        answer = await client.remember(**body, agent=provenance.get("agent"),
+                                       agent_instance=provenance.get("instance"))
+        answers.append(answer)
+        if not args.json:
+            citation = answer.get("citation") or f"{answer['id']}@v{answer.get('version')}"
+            print(f"{answer['status']}  {citation}", flush=True)
+    if args.json:
+        _emit_json(answers if args.lines else answers[0])
 
 
 async def cmd_search(client: SynapseClient, args) -> None:
@@ -289,6 +349,22 @@ def build_parser() -> argparse.ArgumentParser:
     remember.add_argument("--occurred-at", help="when an episodic memory happened: RFC 3339 "
                                                 "timestamp or Unix epoch seconds (default now)")
 
+    event = command("remember-event", cmd_remember_event,
+                    "store an agent event (a command run, a decision, a handoff, …) as a "
+                    "memory")
+    event.add_argument("event", nargs="?", help="the event as a JSON object; - or nothing "
+                       "reads it from stdin")
+    event.add_argument("--lines", action="store_true",
+                       help="JSON lines: one event per line (blank lines skipped)")
+    event.add_argument("--source", default="generic",
+                       help="where the events come from, e.g. claude-code or codex "
+                            "(default generic)")
+    event.add_argument("--agent", help="the agent when an event names none (default "
+                                       "$SYNAPSE_AGENT or synapse-cli)")
+    event.add_argument("--dry-run", action="store_true",
+                       help="print the memories it would store, as JSON, and store nothing")
+    event.epilog = f"event types: {', '.join(EVENT_TYPES)} (docs/agents.md, Agent events)"
+
     search = command("search", cmd_search, "search memories")
     search.add_argument("query")
     search.add_argument("--mode", choices=["keyword", "semantic", "hybrid"], default="keyword")
@@ -337,10 +413,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def run(args) -> None:
+    if getattr(args, "dry_run", False):  # needs no server, key or config folder
+        await args.handler(None, args)
+        return
     environ = dict(os.environ)
     if args.url:
         environ["SYNAPSE_URL"] = args.url
-    async with SynapseClient.from_env(environ) as client:
+    async with SynapseClient.from_env(environ, program="synapse-cli") as client:
         await args.handler(client, args)
 
 
@@ -357,6 +436,9 @@ def main(argv: list[str] | None = None) -> None:
     except AuthError as error:
         print(f"synapse: {error}", file=sys.stderr)
         sys.exit(EXIT_AUTH)
+    except ProvenanceError as error:
+        print(f"synapse: {error}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
     except SynapseError as error:
         print(f"synapse: {error}", file=sys.stderr)
         sys.exit(EXIT_ERROR)

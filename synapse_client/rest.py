@@ -9,6 +9,14 @@ from typing import Any
 
 import httpx
 
+from synapse_client.provenance import (
+    AGENT_HEADER,
+    INSTANCE_HEADER,
+    Provenance,
+    check_agent,
+    check_instance,
+)
+
 DEFAULT_URL = "http://127.0.0.1:8000"
 USER_AGENT = "synapse-client/0.1"
 # Progress callbacks get (bytes done, bytes in total or None when unknown).
@@ -80,6 +88,15 @@ class Recall:
     left_out_low: dict = field(default_factory=dict)
 
 
+def _check_configuration(url: str, key: str) -> None:
+    if not key:
+        raise ConfigurationError(
+            "No Mind Key: set SYNAPSE_MIND_KEY to a key (mk_…) of the mind to use.")
+    if not url.startswith(("http://", "https://")):
+        raise ConfigurationError(
+            f"SYNAPSE_URL must start with http:// or https://, not {url!r}.")
+
+
 def _params(**values: Any) -> dict:
     return {name: value for name, value in values.items() if value is not None}
 
@@ -88,30 +105,40 @@ class SynapseClient:
     """One Mind Key talking to one Synapse server.
 
     ``transport`` lets the server itself reuse this client in-process (``/mcp`` passes an
-    ``httpx.ASGITransport`` over the Django app); ``headers`` are sent with every request.
+    ``httpx.ASGITransport`` over the Django app); ``headers`` are sent with every request,
+    and so are the ``provenance`` headers (``X-Synapse-Agent``, ``-Agent-Instance``,
+    ``-Device``) when given: :meth:`from_env` gives them for the CLI and ``synapse-mcp``.
     """
 
     def __init__(self, url: str, key: str, *, transport: httpx.AsyncBaseTransport | None = None,
-                 headers: dict[str, str] | None = None, timeout: float = 60.0):
-        if not key:
-            raise ConfigurationError(
-                "No Mind Key: set SYNAPSE_MIND_KEY to a key (mk_…) of the mind to use.")
-        if not url.startswith(("http://", "https://")):
-            raise ConfigurationError(
-                f"SYNAPSE_URL must start with http:// or https://, not {url!r}.")
+                 headers: dict[str, str] | None = None, timeout: float = 60.0,
+                 provenance: Provenance | None = None):
+        _check_configuration(url, key)
         self.url = url.rstrip("/")
+        self.provenance = provenance
         self._http = httpx.AsyncClient(
             base_url=self.url + "/", transport=transport, timeout=timeout,
             headers={"Authorization": f"Bearer {key}", "User-Agent": USER_AGENT,
-                     "Accept": "application/json", **(headers or {})})
+                     "Accept": "application/json",
+                     **(provenance.headers() if provenance else {}), **(headers or {})})
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> SynapseClient:
+    def from_env(cls, environ: dict[str, str] | None = None, *,
+                 program: str = "synapse-cli") -> SynapseClient:
         """From ``SYNAPSE_URL`` (default ``http://127.0.0.1:8000``) and ``SYNAPSE_MIND_KEY``
-        (``mk_…``)."""
+        (``mk_…``), sending the provenance headers of ``program``
+        (:meth:`Provenance.from_env <synapse_client.provenance.Provenance.from_env>`:
+        ``SYNAPSE_AGENT``, ``SYNAPSE_AGENT_INSTANCE_ID``, ``SYNAPSE_DEVICE``)."""
         environ = os.environ if environ is None else environ
-        return cls(environ.get("SYNAPSE_URL") or DEFAULT_URL,
-                   environ.get("SYNAPSE_MIND_KEY", "").strip())
+        url, key = environ.get("SYNAPSE_URL") or DEFAULT_URL, environ.get(
+            "SYNAPSE_MIND_KEY", "").strip()
+        _check_configuration(url, key)  # before the config folder is touched
+        return cls(url, key, provenance=Provenance.from_env(program, environ))
+
+    def use_agent(self, agent: str) -> None:
+        """Name the agent in every later request (``synapse-mcp``, once the MCP client has
+        said its name)."""
+        self._http.headers[AGENT_HEADER] = check_agent(agent, setting="the agent name")
 
     async def __aenter__(self) -> SynapseClient:
         return self
@@ -174,12 +201,21 @@ class SynapseClient:
                        confidence: float | None = None, expires_at: str | int | None = None,
                        memory_type: str | None = None, path: str | None = None,
                        occurred_at: str | int | None = None,
-                       idempotency_key: str | None = None) -> dict:
+                       idempotency_key: str | None = None, agent: str | None = None,
+                       agent_instance: str | None = None) -> dict:
+        """``POST /memory``. ``agent`` and ``agent_instance`` name another agent than the
+        client's own for this one write (an event that says who it came from)."""
         body = _params(category=category, key=key, content=content, tags=tags,
                        priority=priority, confidence=confidence, expires_at=expires_at,
                        memory_type=memory_type, path=path, occurred_at=occurred_at)
-        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-        return await self._json("POST", "/memory", json=body, headers=headers)
+        headers = {}
+        if idempotency_key:
+            headers["Idempotency-Key"] = idempotency_key
+        if agent:
+            headers[AGENT_HEADER] = check_agent(agent, setting="agent")
+        if agent_instance:
+            headers[INSTANCE_HEADER] = check_instance(agent_instance, setting="agent instance")
+        return await self._json("POST", "/memory", json=body, headers=headers or None)
 
     async def list(self, **filters: Any) -> dict:
         return await self._json("GET", "/memory", params=_params(**filters))

@@ -48,11 +48,21 @@ def place(memory: dict, *, on_timeline: bool = False) -> str:
     return "".join(f" {part}" for part in parts)
 
 
+def cite(memory: dict) -> str:
+    """``mem_…@vN`` as the server names it (``citation``), else built from id and version."""
+    if memory.get("citation"):
+        return str(memory["citation"])
+    if memory.get("version") is not None:
+        return f"{memory.get('id')}@v{memory['version']}"
+    return str(memory.get("id"))
+
+
 def format_memory(memory: dict, *, detail: bool = False, extra: str = "",
                   on_timeline: bool = False) -> str:
-    """One memory as a block headed by its id."""
+    """One memory as a block headed by its citation (``mem_…@vN``: the version shown),
+    or its id alone when the answer names no version."""
     status = "verified" if memory.get("verified") else "unverified"
-    header = (f"[{inline(memory.get('id'))}] {inline(memory.get('category'))}/"
+    header = (f"[{inline(cite(memory))}] {inline(memory.get('category'))}/"
               f"{inline(memory.get('key'))} "
               f"({inline(str(memory.get('priority', 'normal')).upper())}) [{status}]"
               f"{place(memory, on_timeline=on_timeline)}{extra}")
@@ -212,9 +222,10 @@ def format_stats(stats: dict) -> str:
 
 
 def describe_store(result: dict, category: str) -> str:
-    memory_id, version = result.get("id"), result.get("version")
+    """A store's answer, naming the version stored as its citation (``mem_…@vN``)."""
+    memory_id, cited = result.get("id"), cite(result)
     return {
-        "stored": f"Stored {memory_id} ({category}, version {version}).",
-        "updated": f"Updated {memory_id} to version {version}.",
-        "unchanged": f"Unchanged: {memory_id} already holds exactly this (version {version}).",
-    }.get(result.get("status"), f"{result.get('status')}: {memory_id}")
+        "stored": f"Stored {cited} ({category}).",
+        "updated": f"Updated {memory_id}: now {cited}.",
+        "unchanged": f"Unchanged: {cited} already holds exactly this.",
+    }.get(result.get("status"), f"{result.get('status')}: {cited}")

@@ -11,6 +11,7 @@ from pydantic import Field
 
 from synapse_client.rest import SynapseClient, SynapseError
 from synapse_client.text import (
+    cite,
     describe_store,
     format_list,
     format_memory,
@@ -171,8 +172,8 @@ def build_server(client_for: ClientFactory, *, log_level: str = "WARNING") -> MC
         "instead of piling up. Give project knowledge a `path` so recall for that project "
         "finds it. For events (one turn of a session, a decision taken) use "
         "memory_type=episodic with distinct keys; `timeline` reads them in order. Your "
-        "memories are stored unverified until a human approves them. Returns the memory id "
-        "and whether it was stored, updated or unchanged."))
+        "memories are stored unverified until a human approves them. Returns whether it was "
+        "stored, updated or unchanged, and the version to cite (mem_…@vN)."))
 
     async def search(
         ctx: Context,
@@ -276,8 +277,7 @@ def build_server(client_for: ClientFactory, *, log_level: str = "WARNING") -> MC
                             "occurred_at.")
         async with api(ctx) as client:
             memory = await client.update(memory_id, **fields)
-        return f"Updated {memory.get('id')} (now version {memory.get('version')}):\n" + \
-            format_memory(memory)
+        return f"Updated {memory.get('id')}: now {cite(memory)}:\n" + format_memory(memory)
 
     server.add_tool(update_memory, name="update_memory", title="Update a memory",
                     annotations=writes, structured_output=False, description=(

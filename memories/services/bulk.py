@@ -16,9 +16,11 @@ from memories.models import (
 )
 from memories.quotas import Ledger, StoredBytes
 from minds.models import Mind
+from synapse.provenance import NO_PROVENANCE, Provenance
 
 
-def memory_bulk_delete(*, mind: Mind, actor, ids: list[str]) -> tuple[list[str], list[str]]:
+def memory_bulk_delete(*, mind: Mind, actor, ids: list[str],
+                       provenance: Provenance = NO_PROVENANCE) -> tuple[list[str], list[str]]:
     """Move the listed memories of ``mind`` to the trash; returns (deleted, not found).
 
     Ids of other minds, unknown ids and memories already in the trash are not found and
@@ -31,7 +33,8 @@ def memory_bulk_delete(*, mind: Mind, actor, ids: list[str]) -> tuple[list[str],
             now = timezone.now()
             Memory.objects.filter(pk__in=found).update(deleted_at=now, updated_at=now)
             record_event(mind=mind, actor=actor, action="bulk_delete",
-                         details={"count": len(found), "memory_ids": found})
+                         details={"count": len(found), "memory_ids": found},
+                         provenance=provenance)
     deleted = set(found)
     return found, [memory_id for memory_id in wanted if memory_id not in deleted]
 

@@ -14,6 +14,7 @@ from memories.models import (
 from memories.quotas import charging
 from memories.services.memory import create_memory
 from minds.models import Mind
+from synapse.provenance import NO_PROVENANCE, Provenance
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,8 @@ class CompactedCluster:
     superseded: list[str]
 
 
-def memory_compact(*, mind: Mind, actor, plan: CompactionPlan) -> list[CompactedCluster]:
+def memory_compact(*, mind: Mind, actor, plan: CompactionPlan,
+                   provenance: Provenance = NO_PROVENANCE) -> list[CompactedCluster]:
     """Apply a compaction plan (memories.compaction) in one transaction.
 
     For each cluster: one summary memory on the cluster's path, of its type
@@ -49,7 +51,8 @@ def memory_compact(*, mind: Mind, actor, plan: CompactionPlan) -> list[Compacted
                     "priority": cluster.priority, "path": cluster.path,
                     "memory_type": cluster.memory_type,
                     "expires_at": cluster.expires_at, "source": Source.SYSTEM,
-                    "verified": False, "confidence": SUMMARY_CONFIDENCE})
+                    "verified": False, "confidence": SUMMARY_CONFIDENCE},
+                provenance=provenance)
             now = timezone.now()
             for member in locked:
                 member.superseded_at = now
@@ -60,7 +63,7 @@ def memory_compact(*, mind: Mind, actor, plan: CompactionPlan) -> list[Compacted
             for member in locked:
                 record_event(mind=mind, actor=actor, action="compact", memory_id=member.id,
                              details={"superseded_by": summary.id,
-                                      "cluster": sorted(planned)})
+                                      "cluster": sorted(planned)}, provenance=provenance)
             done.append(CompactedCluster(summary=summary, superseded=sorted(planned)))
     return done
 
@@ -76,7 +79,8 @@ def _free_key(mind: Mind, category: str, key: str) -> str:
     return candidate
 
 
-def memory_uncompact(*, summary: Memory, actor) -> list[Memory]:
+def memory_uncompact(*, summary: Memory, actor,
+                     provenance: Provenance = NO_PROVENANCE) -> list[Memory]:
     """Undo a compaction: the originals superseded by ``summary`` come back into recall
     and the summary goes to the trash. Returns the originals."""
     with transaction.atomic():
@@ -94,12 +98,13 @@ def memory_uncompact(*, summary: Memory, actor) -> list[Memory]:
         Memory.objects.bulk_update(originals, ["superseded_at", "superseded_by", "updated_at"])
         for original in originals:
             record_event(mind=locked.mind, actor=actor, action="uncompact",
-                         memory_id=original.id, details={"summary": locked.id})
+                         memory_id=original.id, details={"summary": locked.id},
+                         provenance=provenance)
         if locked.deleted_at is None:
             locked.deleted_at = now
             locked.updated_at = now
             locked.save(update_fields=["deleted_at", "updated_at"])
             record_event(mind=locked.mind, actor=actor, action="delete", memory_id=locked.id,
                          details={"category": locked.category, "key": locked.key,
-                                  "reason": "uncompact"})
+                                  "reason": "uncompact"}, provenance=provenance)
         return originals

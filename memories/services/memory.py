@@ -28,6 +28,7 @@ from memories.paths import within_any
 from memories.quotas import charging, content_bytes, ledger_for
 from minds.authentication import is_agent, reach_of
 from minds.models import Mind
+from synapse.provenance import NO_PROVENANCE, Provenance
 from synapse.refusals import Refusal
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ def agent_source(source: str | None) -> str:
     return source if source in AGENT_WRITABLE_SOURCES else Source.AGENT
 
 
-def _provenance(actor, source: str | None) -> dict:
+def _authorship(actor, source: str | None) -> dict:
     """``source``/``verified`` from who writes: humans write verified user memories."""
     if is_agent(actor):
         return {"source": agent_source(source), "verified": False}
@@ -130,11 +131,16 @@ def recorded_by(actor) -> dict:
     return {"recorded_by_type": actor_type, "recorded_by_id": actor_id, "recorded_by": label}
 
 
-def snapshot_version(memory: Memory, actor, claimed_source: str = "") -> None:
+def snapshot_version(memory: Memory, actor, *, provenance: Provenance,
+                     claimed_source: str = "", reverted_from: int | None = None) -> None:
+    """Record the memory as it now is as its version ``memory.version``, derived from the
+    version before it (the current one until this write): who wrote it from the
+    credentials (``recorded_by``), what the request claimed (``provenance``)."""
     ledger_for(memory.mind_id).charge(versions=1, content_bytes=content_bytes(memory.content))
     MemoryVersion.objects.create(
         memory=memory, version=memory.version, created_at=memory.updated_at,
-        claimed_source=claimed_source, **recorded_by(actor),
+        parent=memory.version - 1 if memory.version > 1 else None, reverted_from=reverted_from,
+        claimed_source=claimed_source, **recorded_by(actor), **provenance.as_fields(),
         **{name: getattr(memory, name) for name in VERSIONED_FIELDS})
 
 
@@ -155,7 +161,8 @@ def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | N
                  confidence: float | None = None, expires_at: datetime | None = None,
                  expires_given: bool = False, source: str | None = None,
                  memory_type: str | None = None, path: str | None = None,
-                 occurred_at: datetime | None = None) -> StoreResult:
+                 occurred_at: datetime | None = None,
+                 provenance: Provenance = NO_PROVENANCE) -> StoreResult:
     """Create a memory, or update the one with the same (category, key) in the mind.
 
     Fields left out (None) keep their stored values on update. An identical payload
@@ -163,6 +170,8 @@ def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | N
     the row lock, or on the unique index when the row does not exist yet. ``path`` (in
     normal form, memories.paths) is not part of the identity: a key given explicitly
     moves the memory to the path sent; a key derived from the content includes the path.
+    ``provenance`` (what the request claims about its agent) is recorded on the version
+    and the audit event written.
 
     A path-scoped Mind Key (``actor``) finds only memories under its prefixes, stores a
     new memory without a path under its first prefix, and is refused a path outside them
@@ -172,7 +181,7 @@ def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | N
         check_reach(actor, path)
     key = key or derive_key(content, category, path if path is not None
                             else default_path(actor))
-    provenance = _provenance(actor, source)
+    authorship = _authorship(actor, source)
     changes: dict = {"content": content}
     if tags is not None:
         changes["tags"] = normalize_tags(tags)
@@ -191,7 +200,8 @@ def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | N
                 with transaction.atomic():
                     memory = create_memory(mind=mind, actor=actor, category=category, key=key,
                                            changes={"path": default_path(actor), **changes,
-                                                    **provenance})
+                                                    **authorship},
+                                           provenance=provenance)
                 return StoreResult(memory, "stored")
             except IntegrityError:
                 # Another writer created this key between our lookup and insert, or a
@@ -202,7 +212,8 @@ def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | N
                 if existing is None:
                     raise
         memory, changed = _apply(memory=existing, actor=actor, changes=changes,
-                                 provenance=provenance, action="update")
+                                 authorship=authorship, action="update",
+                                 provenance=provenance)
         return StoreResult(memory, "updated" if changed else "unchanged")
 
 
@@ -273,7 +284,8 @@ def with_type_rules(changes: dict, *, memory_type: str, occurred_at: datetime | 
     return {**changes, "occurred_at": None} if occurred_at is not None else changes
 
 
-def create_memory(*, mind: Mind, actor, category: str, key: str, changes: dict) -> Memory:
+def create_memory(*, mind: Mind, actor, category: str, key: str, changes: dict,
+                  provenance: Provenance = NO_PROVENANCE) -> Memory:
     """Insert a new memory (its first version). Without a type it gets its category's
     default (models.default_memory_type); a ``working`` memory without an expiry expires
     after SYNAPSE["WORKING_MEMORY_TTL_SECONDS"]."""
@@ -298,17 +310,18 @@ def create_memory(*, mind: Mind, actor, category: str, key: str, changes: dict) 
     mark_for_embedding(memory)
     memory.save(force_insert=True)
     ledger_for(mind.pk).charge(memories=1)
-    snapshot_version(memory, actor)
+    snapshot_version(memory, actor, provenance=provenance)
     record_event(mind=mind, actor=actor, action="store", memory_id=memory.id,
-                 details={"category": category, "key": key, "version": 1})
+                 details={"category": category, "key": key, "version": 1},
+                 provenance=provenance)
     return memory
 
 
-def _apply(*, memory: Memory, actor, changes: dict, provenance: dict,
-           action: str) -> tuple[Memory, bool]:
+def _apply(*, memory: Memory, actor, changes: dict, authorship: dict, action: str,
+           provenance: Provenance, reverted_from: int | None = None) -> tuple[Memory, bool]:
     """Apply field changes to a locked row; a new version when anything changed.
 
-    Provenance (source, verified) follows the writer, but only when the write changes
+    Authorship (source, verified) follows the writer, but only when the write changes
     something: an agent repeating a verified memory word for word leaves it verified.
     """
     now = timezone.now()
@@ -317,10 +330,10 @@ def _apply(*, memory: Memory, actor, changes: dict, provenance: dict,
     # Compare plaintext: a credentials token differs on every encryption (random IV).
     plaintext = _readable_content(memory)
     current = {name: plaintext if name == "content" else getattr(memory, name)
-               for name in {*changes, *provenance}}
+               for name in {*changes, *authorship}}
     if not any(current[name] != value for name, value in changes.items()):
         return memory, False
-    changes = {**changes, **provenance}
+    changes = {**changes, **authorship}
     changed_fields = [name for name, value in changes.items() if current[name] != value]
     if "path" in changed_fields:
         check_reach(actor, changes["path"])
@@ -346,9 +359,12 @@ def _apply(*, memory: Memory, actor, changes: dict, provenance: dict,
         raise MemoryConflict(
             f"A memory with category {memory.category!r} and key {memory.key!r} already "
             "exists in this mind.") from error
-    snapshot_version(memory, actor)
+    snapshot_version(memory, actor, provenance=provenance, reverted_from=reverted_from)
+    details = {"version": memory.version, "fields": sorted(versioned)}
+    if reverted_from is not None:
+        details["reverted_from"] = reverted_from
     record_event(mind=memory.mind, actor=actor, action=action, memory_id=memory.id,
-                 details={"version": memory.version, "fields": sorted(versioned)})
+                 details=details, provenance=provenance)
     return memory, True
 
 
@@ -360,7 +376,8 @@ def _readable_content(memory: Memory) -> str | None:
         return None
 
 
-def memory_update(*, memory: Memory, actor, **fields) -> tuple[Memory, bool]:
+def memory_update(*, memory: Memory, actor, provenance: Provenance = NO_PROVENANCE,
+                  **fields) -> tuple[Memory, bool]:
     """Partial update (content, tags, priority, confidence, expires_at, key, category,
     memory_type, path, occurred_at).
 
@@ -376,12 +393,13 @@ def memory_update(*, memory: Memory, actor, **fields) -> tuple[Memory, bool]:
         changes = dict(fields)
         if "tags" in changes:
             changes["tags"] = normalize_tags(changes["tags"])
-        provenance = _provenance(actor, changes.pop("source", None))
-        return _apply(memory=locked, actor=actor, changes=changes, provenance=provenance,
-                      action="update")
+        authorship = _authorship(actor, changes.pop("source", None))
+        return _apply(memory=locked, actor=actor, changes=changes, authorship=authorship,
+                      action="update", provenance=provenance)
 
 
-def memory_delete(*, memory: Memory, actor) -> Memory:
+def memory_delete(*, memory: Memory, actor,
+                  provenance: Provenance = NO_PROVENANCE) -> Memory:
     """Move a memory to the trash (restorable until purged)."""
     with transaction.atomic():
         locked = Memory.objects.select_for_update().get(pk=memory.pk)
@@ -391,11 +409,13 @@ def memory_delete(*, memory: Memory, actor) -> Memory:
             locked.updated_at = now
             locked.save(update_fields=["deleted_at", "updated_at"])
             record_event(mind=locked.mind, actor=actor, action="delete", memory_id=locked.id,
-                         details={"category": locked.category, "key": locked.key})
+                         details={"category": locked.category, "key": locked.key},
+                         provenance=provenance)
         return locked
 
 
-def memory_restore(*, memory: Memory, actor) -> Memory:
+def memory_restore(*, memory: Memory, actor,
+                   provenance: Provenance = NO_PROVENANCE) -> Memory:
     """Take a memory out of the trash. Raises MemoryConflict when its (category, key) was
     reused meanwhile by a memory outside the trash."""
     with transaction.atomic():
@@ -412,12 +432,15 @@ def memory_restore(*, memory: Memory, actor) -> Memory:
                 f"The key {locked.key!r} ({locked.category}) was reused by another memory "
                 "while this one was in the trash; delete or rename that one first.") from error
         record_event(mind=locked.mind, actor=actor, action="restore", memory_id=locked.id,
-                     details={"category": locked.category, "key": locked.key})
+                     details={"category": locked.category, "key": locked.key},
+                     provenance=provenance)
         return locked
 
 
-def memory_revert(*, memory: Memory, actor, version: int) -> Memory:
-    """Make a new version equal to an earlier one (``version``); history is kept."""
+def memory_revert(*, memory: Memory, actor, version: int,
+                  provenance: Provenance = NO_PROVENANCE) -> Memory:
+    """Make a new version equal to an earlier one (``version``); history is kept. The new
+    version's parent is the version that was current, ``reverted_from`` is ``version``."""
     with transaction.atomic(), charging(memory.mind):
         locked = Memory.objects.select_for_update().select_related("mind").get(pk=memory.pk)
         snapshot = MemoryVersion.objects.filter(memory=locked, version=version).first()
@@ -428,7 +451,8 @@ def memory_revert(*, memory: Memory, actor, version: int) -> Memory:
         changes["content"] = snapshot.plaintext_content()
         # An agent reverting to a human's version writes it as an agent (never source=user,
         # never verified): the version's source is copied only when an agent may claim it.
-        provenance = _provenance(actor, snapshot.source if is_agent(actor) else None)
+        authorship = _authorship(actor, snapshot.source if is_agent(actor) else None)
         reverted, _changed = _apply(memory=locked, actor=actor, changes=changes,
-                                    provenance=provenance, action="revert")
+                                    authorship=authorship, action="revert",
+                                    provenance=provenance, reverted_from=version)
         return reverted

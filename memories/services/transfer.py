@@ -33,6 +33,7 @@ from memories.staging import Stage, temporary_table
 from minds.authentication import is_agent
 from minds.models import Mind
 from synapse.ids import new_memory_id
+from synapse.provenance import NO_PROVENANCE, Provenance
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -57,13 +58,15 @@ class SyncResult:
                 "skipped_redacted": self.skipped_redacted, "conflicts": len(self.conflicts)}
 
 
-def memory_sync(*, mind: Mind, actor, changes: "Iterable[sync.Change]") -> SyncResult:
+def memory_sync(*, mind: Mind, actor, changes: "Iterable[sync.Change]",
+                provenance: Provenance = NO_PROVENANCE) -> SyncResult:
     """Apply changes from another instance (memories.sync has the rules). Idempotent.
 
     Whatever arrives from an agent's sync is unverified; a human's sync keeps the
     ``verified`` flag it carries. ``changes`` may be read lazily from the request body:
     they are all read and staged (memories.staging) before the first is applied, so a
     body that fails half way writes nothing. One transaction, one ``sync`` audit event.
+    ``provenance`` (the request's claims, never the body's) goes on every version written.
     """
     with transaction.atomic(), charging(mind):
         stage = Stage()
@@ -73,10 +76,11 @@ def memory_sync(*, mind: Mind, actor, changes: "Iterable[sync.Change]") -> SyncR
         _lock_mind(mind)
         result = SyncResult()
         for batch in stage.batches(order="change"):
-            _apply_changes(mind=mind, actor=actor, result=result,
+            _apply_changes(mind=mind, actor=actor, result=result, provenance=provenance,
                            changes=[sync.Change(**item) for _kind, item in batch])
         record_event(mind=mind, actor=actor, action="sync",
-                     details={**result.counts(), "memory_ids": result.memory_ids[:1000]})
+                     details={**result.counts(), "memory_ids": result.memory_ids[:1000]},
+                     provenance=provenance)
         return result
 
 
@@ -85,8 +89,8 @@ def _lock_mind(mind: Mind) -> None:
     Mind.objects.select_for_update().filter(pk=mind.pk).first()
 
 
-def _apply_changes(*, mind: Mind, actor, changes: list[sync.Change],
-                   result: SyncResult) -> None:
+def _apply_changes(*, mind: Mind, actor, changes: list[sync.Change], result: SyncResult,
+                   provenance: Provenance) -> None:
     """Apply ``changes``, which come in change order (memories.staging.Stage)."""
     ledger = ledger_for(mind.pk)
     for change in changes:
@@ -95,7 +99,8 @@ def _apply_changes(*, mind: Mind, actor, changes: list[sync.Change],
             continue
         try:
             with ledger.savepoint():
-                _apply_change(mind=mind, actor=actor, change=change, result=result)
+                _apply_change(mind=mind, actor=actor, change=change, result=result,
+                              provenance=provenance)
         except (IntegrityError, MemoryConflict):
             result.conflicts.append({
                 "id": change.id, "category": change.category, "key": change.key,
@@ -106,7 +111,8 @@ def _apply_changes(*, mind: Mind, actor, changes: list[sync.Change],
                                      "key": change.key, "reason": str(refusal)})
 
 
-def _apply_change(*, mind: Mind, actor, change: sync.Change, result: SyncResult) -> None:
+def _apply_change(*, mind: Mind, actor, change: sync.Change, result: SyncResult,
+                  provenance: Provenance) -> None:
     alive = None
     if change.id:
         alive = (Memory.objects.select_for_update().for_mind(mind).alive()
@@ -136,7 +142,8 @@ def _apply_change(*, mind: Mind, actor, change: sync.Change, result: SyncResult)
             result.unchanged += 1
             return
         else:
-            _write_synced(mind=mind, actor=actor, change=change, target=alive)
+            _write_synced(mind=mind, actor=actor, change=change, target=alive,
+                          provenance=provenance)
             result.updated += 1
         result.memory_ids.append(alive.id)
         return
@@ -154,7 +161,8 @@ def _apply_change(*, mind: Mind, actor, change: sync.Change, result: SyncResult)
         # New here and placed nowhere: where a store without a path would put it.
         change = replace(change, fields={**change.fields, "path": default_path(actor)})
     change = sync.settled_place(change, trashed)
-    memory = _write_synced(mind=mind, actor=actor, change=change, target=trashed)
+    memory = _write_synced(mind=mind, actor=actor, change=change, target=trashed,
+                           provenance=provenance)
     result.added += 1
     result.memory_ids.append(memory.id)
 
@@ -175,7 +183,7 @@ def _newest_deletion(mind: Mind, change: sync.Change) -> tuple | None:
     return sync.rank(updated_at=max(times), deleted=True, fingerprint="")
 
 
-def _synced_provenance(actor, change: sync.Change) -> dict:
+def _synced_authorship(actor, change: sync.Change) -> dict:
     if is_agent(actor):
         return {"source": agent_source(change.source), "verified": False}
     return {"source": change.source or Source.USER, "verified": change.verified}
@@ -186,7 +194,8 @@ def _id_is_free(memory_id: str) -> bool:
                 or MemoryTombstone.objects.filter(pk=memory_id).exists())
 
 
-def _write_synced(*, mind: Mind, actor, change: sync.Change, target: Memory | None) -> Memory:
+def _write_synced(*, mind: Mind, actor, change: sync.Change, target: Memory | None,
+                  provenance: Provenance) -> Memory:
     """Write an incoming live state (its place settled: sync.settled_place) into
     ``target`` (None: a new memory), keeping the incoming timestamps; a new version
     snapshot records it. A path-scoped key's write stays under its prefixes."""
@@ -203,8 +212,8 @@ def _write_synced(*, mind: Mind, actor, change: sync.Change, target: Memory | No
     for name in (*sync.SYNCED_FIELDS, *sync.PLACE_FIELDS):
         setattr(memory, name, change.fields[name])
     memory.content = seal_content(memory.category, change.fields["content"])
-    provenance = _synced_provenance(actor, change)
-    memory.source, memory.verified = provenance["source"], provenance["verified"]
+    authorship = _synced_authorship(actor, change)
+    memory.source, memory.verified = authorship["source"], authorship["verified"]
     memory.verified_by = actor if memory.verified else None
     memory.verified_at = (change.verified_at or change.updated_at) if memory.verified else None
     memory.version += 1
@@ -215,7 +224,7 @@ def _write_synced(*, mind: Mind, actor, change: sync.Change, target: Memory | No
     if insert:
         ledger_for(mind.pk).charge(memories=1)
     # The sender's word for the source is kept on the version as a claim, never trusted.
-    snapshot_version(memory, actor, claimed_source=change.source or "")
+    snapshot_version(memory, actor, provenance=provenance, claimed_source=change.source or "")
     return memory
 
 
@@ -223,7 +232,8 @@ class ImportRejected(Exception):
     """An export that cannot be restored as it stands (the message says why)."""
 
 
-def mind_import(*, mind: Mind, actor, backup: "Iterable[tuple[str, dict]]") -> dict:
+def mind_import(*, mind: Mind, actor, backup: "Iterable[tuple[str, dict]]",
+                provenance: Provenance = NO_PROVENANCE) -> dict:
     """Restore a JSON export (the ``("memory" | "tombstone", item)`` pairs of
     memories.export.read_backup, read lazily from the body) into ``mind``.
 
@@ -233,8 +243,9 @@ def mind_import(*, mind: Mind, actor, backup: "Iterable[tuple[str, dict]]") -> d
     tie-break, keeps their order). Into a non-empty mind the current states are merged
     with the sync rules. Agents import unverified memories. The whole export is read and staged
     (memories.staging) before anything is written, then applied in batches: memory
-    holds a batch, never the export. One transaction, one ``import`` audit event.
-    Raises ImportRejected."""
+    holds a batch, never the export. One transaction, one ``import`` audit event. Every
+    version written records the importing request's ``provenance`` (what the export says
+    about its versions' agents is not taken). Raises ImportRejected."""
     with transaction.atomic(), charging(mind):
         stage = Stage()
         for kind, item in backup:
@@ -247,16 +258,18 @@ def mind_import(*, mind: Mind, actor, backup: "Iterable[tuple[str, dict]]") -> d
             try:
                 with transaction.atomic():
                     counts = {"mode": "restore",
-                              **_restore_backup(mind=mind, actor=actor, stage=stage)}
+                              **_restore_backup(mind=mind, actor=actor, stage=stage,
+                                                provenance=provenance)}
             except IntegrityError as error:
                 raise ImportRejected(DUPLICATES_IN_EXPORT) from error
         else:
             result = SyncResult()
             for batch in stage.batches(order="change"):
-                _apply_changes(mind=mind, actor=actor, result=result,
+                _apply_changes(mind=mind, actor=actor, result=result, provenance=provenance,
                                changes=[backup_change(kind, item) for kind, item in batch])
             counts = {"mode": "merge", **result.counts()}
-        record_event(mind=mind, actor=actor, action="import", details=counts)
+        record_event(mind=mind, actor=actor, action="import", details=counts,
+                     provenance=provenance)
         return counts
 
 
@@ -306,9 +319,9 @@ class _Supersessions:
                            "ON ids.old = link.target WHERE memory.id = link.memory")
 
 
-def _restore_backup(*, mind: Mind, actor, stage: Stage) -> dict:
+def _restore_backup(*, mind: Mind, actor, stage: Stage, provenance: Provenance) -> dict:
     agent = is_agent(actor)
-    writer = recorded_by(actor)
+    writer = {**recorded_by(actor), **provenance.as_fields()}
     supersessions = _Supersessions()
     restored = versions_restored = skipped_redacted = reassigned = tombstones = 0
     for batch in stage.batches(kind="memory"):
@@ -339,6 +352,7 @@ def _restore_backup(*, mind: Mind, actor, stage: Stage) -> dict:
                 source=agent_source(snapshot["source"]) if agent else snapshot["source"],
                 confidence=snapshot["confidence"], expires_at=snapshot["expires_at"],
                 **restored_place(snapshot), created_at=snapshot["created_at"], **writer,
+                parent=snapshot["parent"], reverted_from=snapshot["reverted_from"],
                 # What the backup says about the version is kept as a claim, shown as such.
                 claimed_source=snapshot["claimed_source"] or snapshot["source"],
                 claimed_actor=snapshot["claimed_actor"] or snapshot["actor"])

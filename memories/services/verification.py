@@ -12,6 +12,7 @@ from memories.models import (
 )
 from minds.authentication import is_agent
 from minds.models import Mind
+from synapse.provenance import NO_PROVENANCE, Provenance
 
 
 class VersionConflict(Exception):
@@ -30,8 +31,8 @@ class VersionConflict(Exception):
         return f"{self} Changed: {', '.join(details)}."
 
 
-def memory_set_verified(*, memory: Memory, user, verified: bool,
-                        version: int | None = None) -> Memory:
+def memory_set_verified(*, memory: Memory, user, verified: bool, version: int | None = None,
+                        provenance: Provenance = NO_PROVENANCE) -> Memory:
     """Verify or unverify a memory. Humans only: callers must have checked that ``user``
     is a human (API: HumanOnly permission); agents are refused here too.
 
@@ -46,7 +47,7 @@ def memory_set_verified(*, memory: Memory, user, verified: bool,
                 f"Memory {locked.id} changed since you saw it (you saw version {version}, "
                 f"it is now version {locked.version}); read it again before verifying.",
                 stale=[_stale(locked.id, seen=version, current=locked.version)])
-        _set_verified(locked, user=user, verified=verified)
+        _set_verified(locked, user=user, verified=verified, provenance=provenance)
         return locked
 
 
@@ -54,7 +55,7 @@ def _stale(memory_id: str, *, seen: int, current: int | None) -> dict:
     return {"id": memory_id, "version": seen, "current_version": current}
 
 
-def _set_verified(locked: Memory, *, user, verified: bool) -> None:
+def _set_verified(locked: Memory, *, user, verified: bool, provenance: Provenance) -> None:
     if locked.verified == verified:
         return
     locked.verified = verified
@@ -62,27 +63,33 @@ def _set_verified(locked: Memory, *, user, verified: bool) -> None:
     locked.verified_at = timezone.now() if verified else None
     locked.save(update_fields=["verified", "verified_by", "verified_at"])
     record_event(mind=locked.mind, actor=user, action="verify" if verified else "unverify",
-                 memory_id=locked.id, details={"version": locked.version})
+                 memory_id=locked.id, details={"version": locked.version},
+                 provenance=provenance)
 
 
-def memory_verify_many(*, mind: Mind, user, seen: dict[str, int]) -> list[Memory]:
+def memory_verify_many(*, mind: Mind, user, seen: dict[str, int],
+                       provenance: Provenance = NO_PROVENANCE) -> list[Memory]:
     """Verify several memories of ``mind``, each at the version the human saw
     (``seen``: id → version). All or nothing: when any of them is gone (deleted, of
     another mind) or has another version now, VersionConflict lists every such one and
     none is verified. Already verified memories at the seen version stay as they are."""
     return _review_many(mind=mind, user=user, seen=seen, verb="verified",
-                        apply=lambda memory: _set_verified(memory, user=user, verified=True))
+                        apply=lambda memory: _set_verified(memory, user=user, verified=True,
+                                                           provenance=provenance))
 
 
-def memory_unverify_many(*, mind: Mind, user, seen: dict[str, int]) -> list[Memory]:
+def memory_unverify_many(*, mind: Mind, user, seen: dict[str, int],
+                         provenance: Provenance = NO_PROVENANCE) -> list[Memory]:
     """Withdraw the verification of several memories of ``mind``, each at the version the
     human saw; all or nothing, as memory_verify_many. One ``unverify`` audit event per
     memory that was verified."""
     return _review_many(mind=mind, user=user, seen=seen, verb="unverified",
-                        apply=lambda memory: _set_verified(memory, user=user, verified=False))
+                        apply=lambda memory: _set_verified(memory, user=user, verified=False,
+                                                           provenance=provenance))
 
 
-def memory_trash_many(*, mind: Mind, user, seen: dict[str, int]) -> list[Memory]:
+def memory_trash_many(*, mind: Mind, user, seen: dict[str, int],
+                      provenance: Provenance = NO_PROVENANCE) -> list[Memory]:
     """Move several memories of ``mind`` to the trash, each at the version the human saw
     (what a reviewer rejects from the queue); all or nothing, as memory_verify_many. One
     ``delete`` audit event per memory, as a single delete writes."""
@@ -93,7 +100,8 @@ def memory_trash_many(*, mind: Mind, user, seen: dict[str, int]) -> list[Memory]
         memory.updated_at = now
         memory.save(update_fields=["deleted_at", "updated_at"])
         record_event(mind=memory.mind, actor=user, action="delete", memory_id=memory.id,
-                     details={"category": memory.category, "key": memory.key})
+                     details={"category": memory.category, "key": memory.key},
+                     provenance=provenance)
 
     return _review_many(mind=mind, user=user, seen=seen, verb="moved to the trash",
                         apply=trash)

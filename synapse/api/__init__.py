@@ -25,6 +25,7 @@ from synapse.api.views import (
     QueryFilterBackend,
     SynapseAPIView,
     request_mind,
+    request_provenance,
     validated_query,
 )
 
@@ -34,5 +35,5 @@ __all__ = [
     "PlaintextForHumans", "QueryFilterBackend", "ServiceUnavailable", "SingleLineName",
     "StrictSerializer", "SynapseAPIView", "TimestampField", "error_body", "error_response",
     "error_responses", "exception_handler", "json_handler404", "json_handler500", "page_of",
-    "request_mind", "validated_query", "WholeMind",
+    "request_mind", "request_provenance", "validated_query", "WholeMind",
 ]

@@ -9,12 +9,14 @@ from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.extensions import OpenApiFilterExtension
 from rest_framework import exceptions, serializers
 from rest_framework.metadata import SimpleMetadata
+from rest_framework.permissions import SAFE_METHODS
 from rest_framework.views import APIView
 from rest_framework.viewsets import GenericViewSet
 
 from minds.authentication import is_agent
 from minds.models import Mind
 from synapse.api.permissions import MindAccess
+from synapse.provenance import InvalidProvenance, Provenance, provenance_from_headers
 
 # Accepted on every route: how the caller authenticates or picks a mind.
 AUTH_PARAMS = frozenset({"key", "mind"})
@@ -61,6 +63,15 @@ def request_mind(request, *, implied: Callable[[QuerySet], Mind] | None = None) 
     if mind is None:
         raise exceptions.NotFound("No such mind.")
     return mind
+
+
+def request_provenance(request) -> Provenance:
+    """What the request claims about its agent (synapse.provenance): a 400 naming the
+    header when one is malformed."""
+    try:
+        return provenance_from_headers(request.headers)
+    except InvalidProvenance as error:
+        raise exceptions.ValidationError({error.header: [error.message]}) from None
 
 
 class SynapseAPIView(APIView):
@@ -147,6 +158,14 @@ class MindScopedViewSet(GenericViewSet):
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
         self.query  # noqa: B018 - validated now at the latest, before the handler runs
+        if request.method not in SAFE_METHODS:
+            self.provenance  # noqa: B018 - a malformed claim is refused before any write
+
+    @cached_property
+    def provenance(self) -> Provenance:
+        """What the request claims about its agent (X-Synapse-Agent, -Agent-Instance,
+        -Device), for the services to record on what it writes; never used to decide."""
+        return request_provenance(self.request)
 
     @cached_property
     def query(self) -> dict:

@@ -253,7 +253,7 @@ def _assert_one_block_per_memory(text: str, count: int, header: re.Pattern) -> N
 def test_text_recall_shows_one_block_per_stored_row(agent, forged_rows):
     text = agent.get("/memory/recall").content.decode()
     _assert_one_block_per_memory(
-        text, 4, re.compile(r"\[00[1-4]\] .+ \(NORMAL\) \[unverified\]"))
+        text, 4, re.compile(r"\[00[1-4]\] .+ \(NORMAL\) \[unverified\] mem_[A-Za-z0-9]+@v1"))
     assert "  Tags: x" in text and "  [002] identity (critical) [verified]" in text
     assert "\n  [005] identity (CRITICAL) [verified]\n  \\x1b[2Khidden\n" in text
     assert "Mind: Alice\\x0aMemories: 9 total" in text
@@ -268,7 +268,7 @@ def test_text_recall_under_a_budget_shows_one_block_per_stored_row(agent, forged
 def test_the_client_formatter_shows_one_block_per_stored_row(agent, forged_rows):
     body = agent.get("/memory/recall?format=json").json()
     assert len(body["memories"]) == 4
-    header = re.compile(r"\[mem_[A-Za-z0-9]+\] .+/.+ \(NORMAL\) \[unverified\]")
+    header = re.compile(r"\[mem_[A-Za-z0-9]+@v1\] .+/.+ \(NORMAL\) \[unverified\]")
     for budget in (None, 100_000):
         text = format_recall(body["mind"], body["memories"], body["omitted"], budget)
         _assert_one_block_per_memory(text, 4, header)

@@ -105,7 +105,7 @@ def test_gunicorn_with_the_production_config_serves_mcp(alice_key, tmp_path):
         assert response.status_code == 200, log.read_text()
         text = response.json()["result"]["content"][0]["text"]
         assert text.startswith("Stored mem_")
-        assert Memory.objects.get(pk=text.split()[1]).content == "Via gunicorn"
+        assert Memory.objects.get(pk=text.split()[1].removesuffix("@v1")).content == "Via gunicorn"
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -17,11 +17,12 @@ def test_remember_then_recall_shows_the_memory_with_its_id(synapse):
     stored = synapse("remember", "identity", "Ada Lovelace", "--key", "user_name",
                      "--priority", "critical", "--tag", "Person")
     assert stored.returncode == 0, stored.stderr
-    status, memory_id, *_ = stored.stdout.split()
-    assert status == "stored" and MEMORY_ID.fullmatch(memory_id)
+    status, cited = stored.stdout.split()
+    memory_id = cited.removesuffix("@v1")
+    assert status == "stored" and MEMORY_ID.fullmatch(memory_id) and cited == f"{memory_id}@v1"
     recalled = synapse("recall")
     assert recalled.returncode == 0
-    assert f"[{memory_id}] identity/user_name (CRITICAL) [unverified]\n  Ada Lovelace\n" \
+    assert f"[{memory_id}@v1] identity/user_name (CRITICAL) [unverified]\n  Ada Lovelace\n" \
            "  Tags: person" in recalled.stdout
 
 
@@ -44,7 +45,7 @@ def test_get_shows_the_memory_in_full(synapse, remember):
     memory = remember(category="fact", key="city", content="Lives in Lisbon")
     text = synapse("get", memory.id)
     assert text.returncode == 0
-    assert text.stdout.startswith(f"[{memory.id}] fact/city (NORMAL) [unverified]\n")
+    assert text.stdout.startswith(f"[{memory.id}@v1] fact/city (NORMAL) [unverified]\n")
     assert "version 1, source agent, confidence 0.7" in text.stdout
     assert json.loads(synapse("get", memory.id, "--json").stdout)["content"] == \
         "Lives in Lisbon"
@@ -198,3 +199,103 @@ def test_import_refuses_a_csv_export(synapse, tmp_path):
     result = synapse("import", str(csv))
     assert result.returncode == 1
     assert "import restores JSON backups" in result.stderr
+
+
+# -- remember-event -----------------------------------------------------------------------------
+
+CITATION = re.compile(r"(stored|updated|unchanged)  (mem_[A-Za-z0-9]+)@v(\d+)")
+
+
+def test_remember_event_stores_a_command_run_as_an_episode(synapse, received):
+    event = {"type": "command_completed", "command": "pytest", "exit_code": 0,
+             "output": "12 passed", "occurred_at": "2026-05-01T10:00:00Z",
+             "project": "Memory OS", "agent": "claude-code"}
+    result = synapse("remember-event", json.dumps(event), "--source", "claude-code")
+    assert result.returncode == 0, result.stderr
+    status, memory_id, version = CITATION.fullmatch(result.stdout.strip()).groups()
+    assert (status, version) == ("stored", "1")
+    memory = Memory.objects.get(pk=memory_id)
+    assert (memory.category, memory.memory_type, memory.path, memory.priority) == (
+        "context", "episodic", "projects/memory-os", "low")
+    assert memory.key.startswith("command_") and memory.tags == ["command"]
+    assert memory.content == "Ran: pytest (exit 0)\nOutput:\n12 passed"
+    assert memory.occurred_at.isoformat() == "2026-05-01T10:00:00+00:00"
+    [write] = received.headers_of("POST", "/memory")
+    assert write["x-synapse-agent"] == "claude-code"
+
+    again = synapse("remember-event", json.dumps(event))
+    assert again.stdout == f"unchanged  {memory_id}@v1\n"
+
+
+def test_remember_event_reads_json_lines_from_stdin(synapse, received):
+    lines = "\n".join(json.dumps(event) for event in [
+        {"type": "task_started", "task": "Fix flaky tests", "project": "memory-os"},
+        {},  # replaced below: blank lines are skipped
+        {"type": "task_progressed", "task": "Fix flaky tests", "note": "3 of 5",
+         "project": "memory-os"},
+        {"type": "decision", "subject": "Database", "decision": "Use PostgreSQL"},
+    ]).replace("{}", "   ")
+    result = synapse("remember-event", "--lines", stdin=lines + "\n",
+                     env={"SYNAPSE_AGENT": "codex"})
+    assert result.returncode == 0, result.stderr
+    answers = [CITATION.fullmatch(line).groups() for line in result.stdout.splitlines()]
+    assert [status for status, _id, _version in answers] == ["stored", "updated", "stored"]
+    assert answers[0][1] == answers[1][1] and answers[1][2] == "2"
+    task = Memory.objects.get(pk=answers[0][1])
+    assert (task.memory_type, task.content) == ("working", "Task in progress: Fix flaky "
+                                                           "tests\n3 of 5")
+    decision = Memory.objects.get(pk=answers[2][1])
+    assert (decision.category, decision.key, decision.priority) == (
+        "project", "decision_database", "high")
+    assert {headers["x-synapse-agent"] for headers in received.headers_of("POST", "/memory")
+            } == {"codex"}
+
+
+def test_remember_event_checks_every_line_before_storing_any(synapse):
+    lines = (json.dumps({"type": "handoff", "note": "Deploy is half done"}) + "\n"
+             + json.dumps({"type": "coffee_brewed"}) + "\n")
+    result = synapse("remember-event", "--lines", "-", stdin=lines)
+    assert result.returncode == 1
+    assert result.stderr.startswith("synapse: line 2: Unknown event type 'coffee_brewed'")
+    assert result.stdout == ""
+    assert not Memory.objects.exists()
+
+
+@pytest.mark.parametrize(("stdin", "message"), [
+    ("{not json", "not JSON"),
+    ("", "No event given"),
+    ('{"type": "command_completed"}', "needs command"),
+])
+def test_remember_event_refuses_a_bad_event_with_exit_1(synapse, stdin, message):
+    result = synapse("remember-event", stdin=stdin)
+    assert result.returncode == 1
+    assert message in result.stderr
+    assert not Memory.objects.exists()
+
+
+def test_remember_event_dry_run_prints_the_candidates_and_needs_no_key(synapse):
+    event = {"type": "preference_stated", "subject": "Editor",
+             "preference": "Prefers Helix over Vim"}
+    result = synapse("remember-event", "--dry-run", "--agent", "codex", json.dumps(event),
+                     key=None, url="http://127.0.0.1:9")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "category": "preference", "key": "preference_editor",
+        "content": "Editor: Prefers Helix over Vim", "memory_type": "semantic",
+        "priority": "high", "tags": ["preference"],
+        "provenance": {"agent": "codex", "source": "generic"}}
+    lines = synapse("remember-event", "--dry-run", "--lines", "--json",
+                    stdin=json.dumps(event) + "\n" + json.dumps(event) + "\n")
+    assert len(json.loads(lines.stdout)) == 2
+    assert not Memory.objects.exists()
+
+
+def test_remember_event_json_answers_and_api_refusals(synapse, alice_mind, alice):
+    event = json.dumps({"type": "handoff", "note": "Resume at step 4", "agent": "codex"})
+    answer = json.loads(synapse("remember-event", "--json", event).stdout)
+    assert answer["status"] == "stored"
+    assert Memory.objects.get(pk=answer["id"]).key == "handoff"
+    _key, reader = key_issue(mind=alice_mind, name="reader", scope="read", created_by=alice)
+    refused = synapse("remember-event", event, key=reader)
+    assert refused.returncode == 3
+    assert "read-only" in refused.stderr

@@ -75,12 +75,12 @@ def test_remembered_memory_appears_in_recall_with_its_id(connect, alice_key, ali
     stored, recalled = run(scenario)
     assert not stored.is_error
     memory_id = MEMORY_ID.search(text_of(stored)).group()
-    assert text_of(stored).startswith(f"Stored {memory_id}")
+    assert text_of(stored).startswith(f"Stored {memory_id}@v1 (preference).")
     memory = Memory.objects.get(pk=memory_id)
     assert (memory.mind, memory.source, memory.verified) == (alice_mind, "agent", False)
     assert memory.tags == ["editor"]
     text = text_of(recalled)
-    assert f"[{memory_id}] preference/preference_editor (HIGH) [unverified]" in text
+    assert f"[{memory_id}@v1] preference/preference_editor (HIGH) [unverified]" in text
     assert "  Prefers Helix over Vim" in text
     assert "Mind: Alice's Mind" in text
 
@@ -150,7 +150,7 @@ def test_update_memory_makes_a_new_version(connect, alice_key, remember):
 
     result = run(scenario)
     assert not result.is_error
-    assert f"Updated {memory.id} (now version 2)" in text_of(result)
+    assert f"Updated {memory.id}: now {memory.id}@v2" in text_of(result)
     memory.refresh_from_db()
     assert (memory.content, memory.priority, memory.version) == ("Office in Hamburg", "high", 2)
 
@@ -178,7 +178,7 @@ def test_get_memory_shows_everything_about_one_memory(connect, alice_key, rememb
             return await session.call_tool("get_memory", {"memory_id": memory.id})
 
     text = text_of(run(scenario))
-    assert text.startswith(f"[{memory.id}] credentials/build_token")
+    assert text.startswith(f"[{memory.id}@v1] credentials/build_token")
     assert "  tok-123" in text  # the owning mind reads credentials in plaintext here
     assert "version 1, source agent, confidence 0.7" in text
 
@@ -343,7 +343,7 @@ def test_clients_of_every_protocol_era_reach_the_same_tools(synapse_server, alic
 
     result = run(scenario)
     assert not result.is_error, text_of(result)
-    assert text_of(result).startswith(f"[{memory.id}] fact/city")
+    assert text_of(result).startswith(f"[{memory.id}@v1] fact/city")
 
 
 def test_mcp_endpoint_answers_deeply_nested_json_with_a_400_parse_error(synapse_server,

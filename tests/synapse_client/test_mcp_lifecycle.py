@@ -20,7 +20,7 @@ def test_forgotten_memory_is_restored(connect, alice_key, remember):
 
     restored, recalled = anyio.run(scenario)
     assert text_of(restored).startswith(f"Restored {memory.id} from the trash:")
-    assert f"[{memory.id}] fact/pet" in text_of(recalled)
+    assert f"[{memory.id}@v1] fact/pet" in text_of(recalled)
     memory.refresh_from_db()
     assert memory.deleted_at is None
 
@@ -38,7 +38,7 @@ def test_unverified_memories_are_listed_and_stats_count_them(connect, alice_key,
 
     listed, stats = anyio.run(scenario)
     assert text_of(listed).startswith("1 of 1 unverified:")
-    assert f"[{unverified.id}] fact/guess" in text_of(listed)
+    assert f"[{unverified.id}@v1] fact/guess" in text_of(listed)
     assert "identity/name" not in text_of(listed)
     assert text_of(stats).startswith("Memories: 2 total (1 verified, 1 unverified)")
     assert "By category: identity 1, preference 0, fact 1" in text_of(stats)

@@ -22,7 +22,7 @@ def test_keyword_search_finds_the_memory_with_its_id_and_score(connect, alice_ke
 
     text = text_of(anyio.run(scenario))
     assert text.startswith("1 result(s) for 'docker swarm' (keyword):")
-    assert f"[{docker.id}] skill/docker (NORMAL) [unverified] score " in text
+    assert f"[{docker.id}@v1] skill/docker (NORMAL) [unverified] score " in text
     assert "kubernetes" not in text
 
 
@@ -45,7 +45,7 @@ def test_hybrid_search_is_the_default_and_finds_by_words_too(connect, alice_key,
 
     text = text_of(anyio.run(scenario))
     assert "(hybrid)" in text.splitlines()[0]
-    assert f"[{memory.id}] project/deploy" in text
+    assert f"[{memory.id}@v1] project/deploy" in text
 
 
 def test_cli_search_prints_a_table_with_ids(synapse, remember):

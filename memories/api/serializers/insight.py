@@ -2,6 +2,7 @@
 
 from rest_framework import serializers
 
+from memories.api.schema import AGENT_HELP, DEVICE_HELP, INSTANCE_HELP
 from memories.models import Category
 from synapse.api import (
     DurationField,
@@ -16,6 +17,12 @@ class AuditQuery(PageQuery):
     action = serializers.CharField(max_length=30, required=False)
     since = TimestampField(required=False)
     memory = serializers.CharField(max_length=64, required=False)
+    agent = serializers.CharField(max_length=64, required=False,
+                                  help_text="Only events whose request claimed this agent "
+                                            "(X-Synapse-Agent).")
+    instance = serializers.CharField(max_length=64, required=False,
+                                     help_text="Only events whose request claimed this "
+                                               "agent instance (X-Synapse-Agent-Instance).")
 
 
 class AuditEventSerializer(serializers.Serializer):
@@ -25,6 +32,9 @@ class AuditEventSerializer(serializers.Serializer):
     recorded_by = serializers.DictField()
     memory_id = serializers.CharField()
     details = serializers.DictField()
+    agent = serializers.CharField(allow_blank=True, help_text=AGENT_HELP)
+    agent_instance = serializers.CharField(allow_blank=True, help_text=INSTANCE_HELP)
+    device = serializers.CharField(allow_blank=True, help_text=DEVICE_HELP)
     created_at = serializers.DateTimeField()
 
 

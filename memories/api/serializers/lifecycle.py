@@ -5,6 +5,7 @@ from datetime import timedelta
 from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
+from memories.api.schema import AGENT_HELP, DEVICE_HELP, INSTANCE_HELP
 from memories.api.serializers.memory import MemorySerializer, PlaceFilters
 from synapse.api import DurationField, PageQuery, PageSerializer, StrictSerializer
 
@@ -35,6 +36,15 @@ class VersionSerializer(serializers.Serializer):
         help_text="The source a restored backup or a sync claimed for it; blank otherwise.")
     claimed_actor = serializers.CharField(
         help_text="The author a restored backup claimed for it (never trusted); blank otherwise.")
+    agent = serializers.CharField(allow_blank=True, help_text=AGENT_HELP)
+    agent_instance = serializers.CharField(allow_blank=True, help_text=INSTANCE_HELP)
+    device = serializers.CharField(allow_blank=True, help_text=DEVICE_HELP)
+    parent = serializers.IntegerField(
+        allow_null=True, help_text="The version this one was derived from (the current one "
+                                   "when it was written); null for version 1.")
+    reverted_from = serializers.IntegerField(
+        allow_null=True, help_text="For a revert: the version whose fields it copied; "
+                                   "null otherwise.")
     created_at = serializers.DateTimeField()
 
 
@@ -42,6 +52,61 @@ class VersionListSerializer(PageSerializer):
     id = serializers.CharField()
     current_version = serializers.IntegerField()
     versions = VersionSerializer(many=True)
+
+
+class VersionQuery(PageQuery):
+    agent = serializers.CharField(max_length=64, required=False,
+                                  help_text="Only versions whose request claimed this agent.")
+    instance = serializers.CharField(max_length=64, required=False,
+                                     help_text="Only versions whose request claimed this "
+                                               "agent instance.")
+
+
+class VersionDetailSerializer(VersionSerializer):
+    id = serializers.CharField(help_text="The memory.")
+    current_version = serializers.IntegerField()
+
+
+# ``from`` is a Python keyword: the query's fields are declared by name.
+VersionDiffQuery = type("VersionDiffQuery", (serializers.Serializer,), {
+    "from": serializers.IntegerField(min_value=1, max_value=2**31 - 1,
+                                     help_text="The version to compare from."),
+    "to": serializers.IntegerField(min_value=1, max_value=2**31 - 1,
+                                   help_text="The version to compare to."),
+})
+
+
+class DiffLineSerializer(serializers.Serializer):
+    op = serializers.ChoiceField(choices=[" ", "-", "+"],
+                                 help_text="\" \" unchanged, \"-\" only in from, \"+\" only in to.")
+    text = serializers.CharField(allow_blank=True)
+
+
+class DiffHunkSerializer(serializers.Serializer):
+    old_start = serializers.IntegerField(help_text="Line number (1-based) in from.")
+    new_start = serializers.IntegerField(help_text="Line number (1-based) in to.")
+    lines = DiffLineSerializer(many=True)
+
+
+FieldChangeSerializer = type("FieldChangeSerializer", (serializers.Serializer,), {
+    "field": serializers.CharField(),
+    "from": serializers.JSONField(required=False,
+                                  help_text="Every field but content: its value in from."),
+    "to": serializers.JSONField(required=False,
+                                help_text="Every field but content: its value in to."),
+    "too_large": serializers.BooleanField(
+        required=False, help_text="content only: true when the texts are past the diff's "
+                                  "bounds (the web UI's): no hunks, read both versions."),
+    "hunks": DiffHunkSerializer(many=True, required=False, help_text="content only."),
+})
+
+VersionDiffSerializer = type("VersionDiffSerializer", (serializers.Serializer,), {
+    "id": serializers.CharField(),
+    "from": serializers.IntegerField(),
+    "to": serializers.IntegerField(),
+    "changes": FieldChangeSerializer(many=True, help_text="Each versioned field that differs, "
+                                                          "content last; empty when none."),
+})
 
 
 class RevertSerializer(StrictSerializer):

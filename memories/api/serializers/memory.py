@@ -141,12 +141,14 @@ class MemorySerializer(serializers.ModelSerializer):
     superseded_by = serializers.CharField(source="superseded_by_id", read_only=True,
                                           allow_null=True)
     occurred_at = TimestampField(read_only=True, allow_null=True)
+    citation = serializers.CharField(read_only=True, help_text=(
+        "This version of the memory, to cite: `mem_…@vN` (local to this instance)."))
 
     class Meta:
         model = Memory
         fields = ["id", "mind_id", "category", "key", "content", "tags", "priority", "source",
                   "memory_type", "path", "occurred_at",
-                  "verified", "verified_at", "confidence", "expires_at", "version",
+                  "verified", "verified_at", "confidence", "expires_at", "version", "citation",
                   "created_at", "updated_at", "deleted_at", "superseded_at", "superseded_by"]
         read_only_fields = fields
 
@@ -163,6 +165,7 @@ class StoreResponseSerializer(serializers.Serializer):
     id = serializers.CharField()
     status = serializers.ChoiceField(choices=["stored", "updated", "unchanged"])
     version = serializers.IntegerField()
+    citation = serializers.CharField(help_text="The version stored, to cite: `mem_…@vN`.")
 
 
 class MemoryListQuerySerializer(PageQuery, PlaceFilters):

@@ -13,7 +13,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from memories import recall as recall_module
-from memories.api.schema import ERRORS, IDEMPOTENCY_HEADER
+from memories.api.schema import ERRORS, IDEMPOTENCY_HEADER, PROVENANCE_HEADERS
 from memories.api.serializers.memory import (
     HealthSerializer,
     MemoryListQuerySerializer,
@@ -51,7 +51,8 @@ RECALL_FILTERS = {"path", "memory_type", "category", "tag"}
 
 def store_answer(result: StoreResult) -> tuple[int, dict]:
     """The status code and body that answer a store."""
-    body = {"id": result.memory.id, "status": result.status, "version": result.memory.version}
+    body = {"id": result.memory.id, "status": result.status, "version": result.memory.version,
+            "citation": result.memory.citation}
     return (status.HTTP_201_CREATED if result.status == "stored" else status.HTTP_200_OK, body)
 
 
@@ -73,7 +74,7 @@ class CoreActions:
         return Response({**counts, "results": MemorySerializer(page, many=True).data})
 
     @extend_schema(operation_id="memory_store", request=MemoryStoreSerializer,
-                   parameters=[MIND_PARAMETER, IDEMPOTENCY_HEADER],
+                   parameters=[MIND_PARAMETER, *PROVENANCE_HEADERS, IDEMPOTENCY_HEADER],
                    responses={201: StoreResponseSerializer, 200: StoreResponseSerializer,
                               409: OpenApiResponse(description="Idempotency-Key reused with "
                                                    "another body; key_out_of_scope: a "
@@ -87,7 +88,7 @@ class CoreActions:
         serializer = MemoryStoreSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        fields = {**data, "expires_given": "expires_at" in data}
+        fields = {**data, "expires_given": "expires_at" in data, "provenance": self.provenance}
         mind = self.mind
         idempotency_key = request.headers.get("Idempotency-Key")
         if idempotency_key is None:
@@ -116,7 +117,7 @@ class CoreActions:
         return Response(MemorySerializer(memory, context={"reveal_credentials": True}).data)
 
     @extend_schema(operation_id="memory_update", request=MemoryUpdateSerializer,
-                   parameters=[MIND_PARAMETER],
+                   parameters=[MIND_PARAMETER, *PROVENANCE_HEADERS],
                    responses={200: MemorySerializer,
                               409: OpenApiResponse(description="(category, key) taken"),
                               **ERRORS}, tags=["memory"])
@@ -127,16 +128,18 @@ class CoreActions:
         memory = self.get_object()
         try:
             memory, _changed = memory_update(memory=memory, actor=request.user,
+                                             provenance=self.provenance,
                                              **serializer.validated_data)
         except MemoryConflict as error:
             raise Conflict(str(error)) from error
         return Response(MemorySerializer(memory, context={"reveal_credentials": True}).data)
 
-    @extend_schema(operation_id="memory_delete", parameters=[MIND_PARAMETER],
+    @extend_schema(operation_id="memory_delete", parameters=[MIND_PARAMETER, *PROVENANCE_HEADERS],
                    responses={200: MemorySerializer, **ERRORS}, tags=["memory"])
     def destroy(self, request, memory_id: str):
         """Move a memory to the trash (restorable)."""
-        memory = memory_delete(memory=self.get_object(), actor=request.user)
+        memory = memory_delete(memory=self.get_object(), actor=request.user,
+                               provenance=self.provenance)
         return Response(MemorySerializer(memory).data)
 
     @extend_schema(

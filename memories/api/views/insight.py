@@ -7,7 +7,7 @@ from rest_framework import exceptions
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from memories.api.schema import ERRORS
+from memories.api.schema import ERRORS, PROVENANCE_HEADERS
 from memories.api.serializers.insight import (
     AUDIT_LIST,
     AuditQuery,
@@ -36,9 +36,15 @@ class InsightActions:
     @action(detail=False, methods=["get"], query_serializer=AuditQuery,
             permission_classes=[MindAccess, WholeMind])
     def audit(self, request):
-        """Every state change of this mind, newest first: who, what, when, which memory.
-        A path-scoped Mind Key is refused (403 ``path_scoped_key``)."""
+        """Every state change of this mind, newest first: who, what, when, which memory,
+        and the agent, instance and device the request claimed (``agent`` and
+        ``instance`` keep the events that claimed them). A path-scoped Mind Key is refused
+        (403 ``path_scoped_key``)."""
         events = AuditEvent.objects.filter(mind=self.mind)
+        if "agent" in self.query:
+            events = events.filter(agent=self.query["agent"])
+        if "instance" in self.query:
+            events = events.filter(agent_instance=self.query["instance"])
         if self.query.get("action"):
             events = events.filter(action=self.query["action"])
         if self.query.get("since"):
@@ -56,6 +62,8 @@ class InsightActions:
             "recorded_by": {"type": event.actor_type, "id": event.actor_id,
                             "label": event.actor_label},
             "memory_id": event.memory_id, "details": event.details,
+            "agent": event.agent, "agent_instance": event.agent_instance,
+            "device": event.device,
             "created_at": format_timestamp(event.created_at)} for event in page]})
 
     @extend_schema(operation_id="memory_stats", parameters=[MIND_PARAMETER, PlaceFilters],
@@ -96,7 +104,7 @@ class InsightActions:
                 "content": display_content(memory), "updated_at": memory.updated_at}
 
     @extend_schema(operation_id="memory_compact", request=CompactRequestSerializer,
-                   parameters=[MIND_PARAMETER],
+                   parameters=[MIND_PARAMETER, *PROVENANCE_HEADERS],
                    responses={200: CompactResponseSerializer, **ERRORS}, tags=["insight"],
                    description="Clusters near-duplicate unverified agent memories into one "
                                "summary memory each (source=system); the originals are "
@@ -116,7 +124,8 @@ class InsightActions:
                                min_cluster_size=options["min_cluster_size"])
         applied = {}
         if not options["dry_run"]:
-            for done in memory_compact(mind=mind, actor=request.user, plan=plan):
+            for done in memory_compact(mind=mind, actor=request.user, plan=plan,
+                                       provenance=self.provenance):
                 applied[tuple(done.superseded)] = done.summary.id
         clusters = []
         for cluster in plan.clusters:
@@ -135,7 +144,8 @@ class InsightActions:
             "compacted": len(applied),
             "superseded": sum(len(members) for members in applied)}).data)
 
-    @extend_schema(operation_id="memory_uncompact", request=None, parameters=[MIND_PARAMETER],
+    @extend_schema(operation_id="memory_uncompact", request=None,
+                   parameters=[MIND_PARAMETER, *PROVENANCE_HEADERS],
                    responses={200: MemorySerializer(many=True), **ERRORS}, tags=["insight"],
                    description="Undo a compaction: the originals superseded by this summary "
                                "return to recall; the summary goes to the trash. A "
@@ -144,7 +154,8 @@ class InsightActions:
     def uncompact(self, request, memory_id: str):
         summary = self.get_object()
         try:
-            originals = memory_uncompact(summary=summary, actor=request.user)
+            originals = memory_uncompact(summary=summary, actor=request.user,
+                                         provenance=self.provenance)
         except ValueError as error:
             raise exceptions.ValidationError({"id": [str(error)]}) from error
         return Response(MemorySerializer(originals, many=True).data)

@@ -6,7 +6,7 @@ from rest_framework import exceptions
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from memories.api.schema import ERRORS
+from memories.api.schema import ERRORS, PROVENANCE_HEADERS
 from memories.api.serializers.lifecycle import (
     BULK_DELETE_RESULT,
     EXPIRING_LIST,
@@ -15,9 +15,14 @@ from memories.api.serializers.lifecycle import (
     BulkDeleteSerializer,
     ExpiringQuery,
     RevertSerializer,
+    VersionDetailSerializer,
+    VersionDiffQuery,
+    VersionDiffSerializer,
     VersionListSerializer,
+    VersionQuery,
 )
 from memories.api.serializers.memory import MemorySerializer
+from memories.diff import payload_changes
 from memories.export import version_payload
 from memories.models import MemoryVersion
 from memories.services import MemoryConflict, memory_bulk_delete, memory_restore, memory_revert
@@ -27,23 +32,65 @@ from synapse.api import CONFLICT, MIND_PARAMETER, Conflict, PageQuery, page_of
 class LifecycleActions:
     """versions, revert, trash, restore, expiring, bulk-delete."""
 
-    @extend_schema(operation_id="memory_versions", parameters=[MIND_PARAMETER, PageQuery],
+    @extend_schema(operation_id="memory_versions", parameters=[MIND_PARAMETER, VersionQuery],
                    responses={200: VersionListSerializer, **ERRORS}, tags=["lifecycle"])
-    @action(detail=True, methods=["get"], query_serializer=PageQuery)
+    @action(detail=True, methods=["get"], query_serializer=VersionQuery)
     def versions(self, request, memory_id: str):
         """The versions of a memory (in the trash too), oldest first, a page at a time
         (``limit``, ``offset``; ``count`` is how many there are), with content, fields,
-        who recorded each (and what a backup claimed) and time. The owning mind reads
+        who recorded each (and what a backup claimed), the agent, instance and device the
+        writing request claimed, the version each was derived from, and time; ``agent``
+        and ``instance`` keep the versions that claimed them. The owning mind reads
         credentials here as with GET."""
         memory = self.get_object(in_trash_too=True)
-        versions, page = page_of(
-            MemoryVersion.objects.filter(memory=memory).order_by("version"), self.query)
+        versions = MemoryVersion.objects.filter(memory=memory)
+        if "agent" in self.query:
+            versions = versions.filter(agent=self.query["agent"])
+        if "instance" in self.query:
+            versions = versions.filter(agent_instance=self.query["instance"])
+        versions, page = page_of(versions.order_by("version"), self.query)
         return Response({"id": memory.id, "current_version": memory.version, **page,
                          "versions": [version_payload(snapshot, reveal=True)
                                       for snapshot in versions]})
 
+    @extend_schema(operation_id="memory_version", parameters=[MIND_PARAMETER],
+                   responses={200: VersionDetailSerializer, **ERRORS}, tags=["lifecycle"])
+    @action(detail=True, methods=["get"], url_path="versions/<int:version>",
+            url_name="version")
+    def version_detail(self, request, memory_id: str, version: int):
+        """Exactly version ``version`` of a memory (cited as ``mem_…@v<version>``), with
+        the fields of a GET /memory/{id}/versions item; 404 when the memory has no such
+        version."""
+        memory = self.get_object(in_trash_too=True)
+        snapshot = MemoryVersion.objects.filter(memory=memory, version=version).first()
+        if snapshot is None:
+            raise exceptions.NotFound(f"Memory {memory.id} has no version {version}.")
+        return Response({"id": memory.id, "current_version": memory.version,
+                         **version_payload(snapshot, reveal=True)})
+
+    @extend_schema(operation_id="memory_version_diff", parameters=[MIND_PARAMETER,
+                                                                   VersionDiffQuery],
+                   responses={200: VersionDiffSerializer, **ERRORS}, tags=["lifecycle"])
+    @action(detail=True, methods=["get"], url_path="diff", url_name="version-diff",
+            query_serializer=VersionDiffQuery)
+    def version_diff(self, request, memory_id: str):
+        """What changed from version ``from`` to version ``to`` of a memory: each field
+        that differs as ``{"field", "from", "to"}``, the content as hunks of lines marked
+        ``" "``, ``"-"``, ``"+"`` (bounded as the web UI's diff: past the bounds,
+        ``too_large`` and no hunks). 404 when either version is absent."""
+        memory = self.get_object(in_trash_too=True)
+        numbers = self.query["from"], self.query["to"]
+        by_number = {snapshot.version: snapshot for snapshot in
+                     MemoryVersion.objects.filter(memory=memory, version__in=numbers)}
+        for number in numbers:
+            if number not in by_number:
+                raise exceptions.NotFound(f"Memory {memory.id} has no version {number}.")
+        old, new = (version_payload(by_number[number], reveal=True) for number in numbers)
+        return Response({"id": memory.id, "from": numbers[0], "to": numbers[1],
+                         "changes": payload_changes(old, new)})
+
     @extend_schema(operation_id="memory_revert", request=RevertSerializer,
-                   parameters=[MIND_PARAMETER],
+                   parameters=[MIND_PARAMETER, *PROVENANCE_HEADERS],
                    responses={200: MemorySerializer, **CONFLICT, **ERRORS}, tags=["lifecycle"])
     @action(detail=True, methods=["post"])
     def revert(self, request, memory_id: str):
@@ -55,7 +102,8 @@ class LifecycleActions:
             raise Conflict("This memory is in the trash; restore it before reverting.")
         number = serializer.validated_data["version"]
         try:
-            memory = memory_revert(memory=memory, actor=request.user, version=number)
+            memory = memory_revert(memory=memory, actor=request.user, version=number,
+                                   provenance=self.provenance)
         except MemoryVersion.DoesNotExist:
             raise exceptions.ValidationError(
                 {"version": [f"This memory has no version {number} (it is at version "
@@ -73,14 +121,15 @@ class LifecycleActions:
         page, counts = page_of(trash, self.query)
         return Response({**counts, "results": MemorySerializer(page, many=True).data})
 
-    @extend_schema(operation_id="memory_restore", request=None, parameters=[MIND_PARAMETER],
+    @extend_schema(operation_id="memory_restore", request=None,
+                   parameters=[MIND_PARAMETER, *PROVENANCE_HEADERS],
                    responses={200: MemorySerializer, **CONFLICT, **ERRORS}, tags=["lifecycle"])
     @action(detail=True, methods=["post"])
     def restore(self, request, memory_id: str):
         """Take a memory out of the trash. 409 when its key was reused meanwhile."""
         try:
             memory = memory_restore(memory=self.get_object(in_trash_too=True),
-                                    actor=request.user)
+                                    actor=request.user, provenance=self.provenance)
         except MemoryConflict as error:
             raise Conflict(str(error)) from error
         return Response(MemorySerializer(memory).data)
@@ -102,7 +151,7 @@ class LifecycleActions:
                          "results": MemorySerializer(page, many=True).data})
 
     @extend_schema(operation_id="memory_bulk_delete", request=BulkDeleteSerializer,
-                   parameters=[MIND_PARAMETER],
+                   parameters=[MIND_PARAMETER, *PROVENANCE_HEADERS],
                    responses={200: BULK_DELETE_RESULT, **ERRORS}, tags=["lifecycle"])
     @action(detail=False, methods=["post"], url_path="bulk-delete")
     def bulk_delete(self, request):
@@ -111,5 +160,6 @@ class LifecycleActions:
         serializer = BulkDeleteSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         deleted, not_found = memory_bulk_delete(mind=self.mind, actor=request.user,
-                                                ids=serializer.validated_data["ids"])
+                                                ids=serializer.validated_data["ids"],
+                                                provenance=self.provenance)
         return Response({"count": len(deleted), "deleted": deleted, "not_found": not_found})

@@ -9,7 +9,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from memories import services
-from memories.api.schema import ERRORS
+from memories.api.schema import ERRORS, PROVENANCE_HEADERS
 from memories.api.serializers.transfer import (
     DIFF,
     IMPORT_RESULT,
@@ -47,7 +47,8 @@ class TransferActions:
         return Response(result.as_dict())
 
     @extend_schema(
-        operation_id="memory_sync", request=SyncSerializer, parameters=[MIND_PARAMETER],
+        operation_id="memory_sync", request=SyncSerializer,
+        parameters=[MIND_PARAMETER, *PROVENANCE_HEADERS],
         responses={200: SYNC_RESULT, **ERRORS}, tags=["sync"],
         description="Apply changes from another instance. Idempotent; the later `updated_at` "
                     "wins (ties: a delete, then the larger content hash); a delete wins over "
@@ -57,7 +58,8 @@ class TransferActions:
             body_limit="SYNC_MAX_BODY_BYTES", throttle_scope="sync")
     def sync(self, request):
         result = services.memory_sync(mind=self.mind, actor=request.user,
-                                      changes=read_sync(request.data))
+                                      changes=read_sync(request.data),
+                                      provenance=self.provenance)
         return Response({**result.counts(), "conflicts": result.conflicts})
 
     @extend_schema(
@@ -91,7 +93,8 @@ class TransferActions:
         return self.mind_export(request)
 
     @extend_schema(
-        operation_id="memory_import", request=OpenApiTypes.OBJECT, parameters=[MIND_PARAMETER],
+        operation_id="memory_import", request=OpenApiTypes.OBJECT,
+        parameters=[MIND_PARAMETER, *PROVENANCE_HEADERS],
         responses={200: IMPORT_RESULT, **ERRORS}, tags=["lifecycle"],
         description="Restore a JSON export: exactly into an empty mind (ids kept where "
                     "free), merged with the sync rules into a non-empty one. A path-scoped "
@@ -102,7 +105,8 @@ class TransferActions:
     def mind_import(self, request):
         try:
             counts = services.mind_import(mind=self.mind, actor=request.user,
-                                          backup=read_backup(request.data))
+                                          backup=read_backup(request.data),
+                                          provenance=self.provenance)
         except BackupInvalid as error:
             raise exceptions.ValidationError({error.path: [error.message]}) from None
         except services.ImportRejected as error:

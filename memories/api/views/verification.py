@@ -68,7 +68,8 @@ class VerificationActions:
         try:
             memory = memory_set_verified(memory=self.get_object(), user=request.user,
                                          verified=verified,
-                                         version=serializer.validated_data.get("version"))
+                                         version=serializer.validated_data.get("version"),
+                                         provenance=self.provenance)
         except VersionConflict as conflict:
             raise Conflict(str(conflict), code="version_conflict") from conflict
         return Response(MemorySerializer(memory).data)
@@ -103,7 +104,8 @@ class VerificationActions:
         serializer.is_valid(raise_exception=True)
         seen = {item["id"]: item["version"] for item in serializer.validated_data["memories"]}
         try:
-            done = service(mind=self.mind, user=request.user, seen=seen)
+            done = service(mind=self.mind, user=request.user, seen=seen,
+                           provenance=self.provenance)
         except VersionConflict as conflict:
             raise Conflict(conflict.naming_each(), code="version_conflict") from conflict
         return Response({"count": len(done), answer_field: [m.id for m in done]})
