@@ -101,9 +101,9 @@ def pending_memories(mind: Mind | None = None):
     changing the model re-embeds everything over time. ``credentials`` memories are never
     embedded.
     """
-    memories = Memory.objects.alive().exclude(category=Category.CREDENTIALS).filter(
+    memories = (Memory.objects.for_mind(mind) if mind is not None else Memory.objects.all())
+    return memories.alive().exclude(category=Category.CREDENTIALS).filter(
         Q(embedding_pending=True) | ~Q(embedding_model=model_name()))
-    return memories.filter(mind=mind) if mind is not None else memories
 
 
 def embed_batch(*, limit: int, mind: Mind | None = None) -> int:

@@ -107,8 +107,8 @@ def export_json(*, mind: Mind, reveal: bool, path: str = "") -> Iterator[str]:
             yield "".join(piece)
             piece = []
     yield "".join(piece) + '],"tombstones":['
-    tombstones = MemoryTombstone.objects.filter(under(path), mind=mind).order_by("deleted_at",
-                                                                                 "id")
+    tombstones = (MemoryTombstone.objects.for_mind(mind).filter(under(path))
+                  .order_by("deleted_at", "id"))
     yield ",".join(_dumps(tombstone_payload(tombstone))
                    for tombstone in tombstones.iterator(chunk_size=CHUNK_SIZE))
     yield "]}\n"

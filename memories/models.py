@@ -82,10 +82,30 @@ class WriteOrder(models.Func):
     output_field = models.BigIntegerField()
 
 
+def under_any(prefixes) -> Q:
+    """At one of ``prefixes`` (normal form, memories.paths) or below it, as one condition
+    for any model with a ``path`` (memories, versions, tombstones): ``path = p OR path
+    LIKE 'p/%'`` for each, ORed, served by the prefix indexes; no prefix, or the root
+    among them, is everything."""
+    condition = Q()
+    for prefix in prefixes:
+        if not prefix:
+            return Q()
+        condition |= Q(path=prefix) | Q(path__startswith=f"{prefix}/")
+    return condition
+
+
+def reach_of_mind(mind) -> tuple[str, ...]:
+    """The path prefixes the request acting on ``mind`` reaches (Mind.reach); a mind id
+    (a string) reaches everything."""
+    return getattr(mind, "reach", ())
+
+
 class MemoryQuerySet(models.QuerySet):
     def for_mind(self, mind: Mind) -> "MemoryQuerySet":
-        """Memories of one mind; every view starts here."""
-        return self.filter(mind=mind)
+        """Memories of one mind, within the paths the request's Mind Key reaches
+        (Mind.reach: a path-scoped key sees nothing else); every view starts here."""
+        return self.filter(under_any(reach_of_mind(mind)), mind=mind)
 
     def alive(self) -> "MemoryQuerySet":
         """Not in the trash (superseded and expired memories included)."""
@@ -119,9 +139,7 @@ class MemoryQuerySet(models.QuerySet):
     def under(self, path: str) -> "MemoryQuerySet":
         """At ``path`` (in normal form, memories.paths) or anywhere below it; the root
         (``""``) is everything. Both conditions use the prefix index memory_mind_path."""
-        if not path:
-            return self
-        return self.filter(Q(path=path) | Q(path__startswith=f"{path}/"))
+        return self.filter(under_any([path]))
 
     def episodes(self) -> "MemoryQuerySet":
         """Episodic memories (those on a timeline)."""
@@ -412,6 +430,12 @@ class AuditEvent(models.Model):
         return f"{self.action} by {self.actor_label} at {self.created_at:%Y-%m-%d %H:%M:%S}"
 
 
+class TombstoneQuerySet(models.QuerySet):
+    def for_mind(self, mind: Mind) -> "TombstoneQuerySet":
+        """Tombstones of one mind, within the paths its request reaches (as memories)."""
+        return self.filter(under_any(reach_of_mind(mind)), mind=mind)
+
+
 class MemoryTombstone(models.Model):
     """What is left of a memory purged from the trash: enough for sync to know it was
     deleted (and never bring it back with an older copy)."""
@@ -426,6 +450,8 @@ class MemoryTombstone(models.Model):
     updated_at = models.DateTimeField()
     purged_at = models.DateTimeField(default=timezone.now)
     change_txid = models.BigIntegerField(null=True, blank=True, editable=False)
+
+    objects = TombstoneQuerySet.as_manager()
 
     class Meta:
         indexes = [

@@ -52,3 +52,40 @@ def path_prefixes(path: str) -> list[str]:
         return [""]
     segments = path.split("/")
     return ["", *("/".join(segments[:depth]) for depth in range(1, len(segments) + 1))]
+
+
+# A Mind Key may be limited to a few path prefixes (minds.models.MindKey.paths).
+MAX_KEY_PATHS = 16
+
+
+def is_under(path: str, prefix: str) -> bool:
+    """Whether ``path`` is ``prefix`` or below it, segment by segment (``a/bc`` is not
+    under ``a/b``); everything is under the root (``""``). Both in normal form."""
+    return not prefix or path == prefix or path.startswith(prefix + "/")
+
+
+def within_any(path: str, prefixes) -> bool:
+    """Whether ``path`` is under one of ``prefixes``; no prefixes means the whole mind."""
+    return not prefixes or any(is_under(path, prefix) for prefix in prefixes)
+
+
+def normalize_prefixes(values) -> list[str]:
+    """The path prefixes of a Mind Key in normal form, in the order given: each one
+    normalised (normalize_path), duplicates and prefixes below another one left out (the
+    broader one covers them), at most MAX_KEY_PATHS. The root is refused: a key without
+    prefixes is the one that reaches the whole mind. Raises InvalidPath saying why."""
+    normalised = []
+    for value in values:
+        if not isinstance(value, str):
+            raise InvalidPath("Each path prefix is a string.")
+        path = normalize_path(value)
+        if not path:
+            raise InvalidPath("The root is not a path prefix: leave paths empty for a key "
+                              "that reaches the whole mind.")
+        normalised.append(path)
+    kept = [path for index, path in enumerate(normalised)
+            if path not in normalised[:index]
+            and not any(other != path and is_under(path, other) for other in normalised)]
+    if len(kept) > MAX_KEY_PATHS:
+        raise InvalidPath(f"A Mind Key has at most {MAX_KEY_PATHS} path prefixes.")
+    return kept

@@ -38,4 +38,4 @@ def mind_stats(*, mind: Mind, path: str = "", memory_type: str | None = None) ->
         "unverified": totals["total"] - totals["verified"], **groups,
         "expired": totals["expired"], "in_trash": totals["in_trash"],
         "superseded": totals["superseded"],
-        "purged": None if narrowed else MemoryTombstone.objects.filter(mind=mind).count()}
+        "purged": None if narrowed else MemoryTombstone.objects.for_mind(mind).count()}

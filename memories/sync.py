@@ -18,6 +18,7 @@ from memories.models import (
     MemoryType,
     MemoryVersion,
     default_memory_type,
+    under_any,
 )
 from memories.recall import REDACTED
 from minds.models import Mind
@@ -145,9 +146,7 @@ def _after(position_txid: int, after_id: str | None) -> Q:
 def under(path: str) -> Q:
     """At ``path`` or below it, as a condition (MemoryQuerySet.under's, for any model with
     a ``path``: memories, versions, tombstones); the root (``""``) is everything."""
-    if not path:
-        return Q()
-    return Q(path=path) | Q(path__startswith=f"{path}/")
+    return under_any([path])
 
 
 def _in_place(path: str, since: Since) -> Q:
@@ -197,8 +196,8 @@ def diff(*, mind: Mind, since: Since, limit: int, reveal: bool = False,
         else:
             result.updated.append(memory_payload(memory, reveal=reveal))
     # Purged memories are rare: their tombstones come with every page from its position.
-    purged = MemoryTombstone.objects.filter(under(path), mind=mind,
-                                            change_txid__gte=since.txid)
+    purged = MemoryTombstone.objects.for_mind(mind).filter(under(path),
+                                                          change_txid__gte=since.txid)
     if since.timestamp is not None:
         purged = purged.filter(updated_at__gte=since.timestamp)
     result.deleted += [tombstone_payload(tombstone) for tombstone in purged.order_by("id")]

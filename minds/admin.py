@@ -12,6 +12,7 @@ from minds.services import (
     KEY_SETTINGS,
     MIND_SETTINGS,
     account_delete,
+    clean_key_paths,
     key_issue,
     key_revoke,
     key_update,
@@ -166,7 +167,13 @@ class RevokedFilter(admin.SimpleListFilter):
 class MindKeyAddForm(forms.ModelForm):
     class Meta:
         model = MindKey
-        fields = ["mind", "name", "scope", "expires_at"]
+        fields = ["mind", "name", "scope", "expires_at", "paths"]
+        help_texts = {"paths": "Optional: limit the key to these path prefixes, "
+                               "comma-separated (it sees only the memories at or below "
+                               "them). Empty: the whole mind. Fixed once issued."}
+
+    def clean_paths(self):
+        return clean_key_paths(self.cleaned_data.get("paths") or [])
 
     def clean_expires_at(self):
         expires_at = self.cleaned_data.get("expires_at")
@@ -179,7 +186,7 @@ class MindKeyAdmin(OwnMindsOnly, SingleLineNameAdmin):
     """Keys are issued here (the plaintext is shown once, in a message) and revoked with the
     action; the secret's hash never appears, and a revoked key is read-only."""
 
-    list_display = ["name", "ending", "mind", "scope", "created_at", "last_used_at",
+    list_display = ["name", "ending", "mind", "scope", "reach", "created_at", "last_used_at",
                     "expires_at", "revoked_at"]
     list_filter = [RevokedFilter, "scope"]
     list_select_related = ["mind"]
@@ -192,6 +199,10 @@ class MindKeyAdmin(OwnMindsOnly, SingleLineNameAdmin):
     def ending(self, key: MindKey) -> str:
         return f"mk_…{key.last4}"
 
+    @admin.display(description="paths")
+    def reach(self, key: MindKey) -> str:
+        return ", ".join(key.paths) if key.paths else "whole mind"
+
     def get_form(self, request, obj=None, change=False, **kwargs):
         if obj is None:
             kwargs["form"] = self.add_form
@@ -199,14 +210,14 @@ class MindKeyAdmin(OwnMindsOnly, SingleLineNameAdmin):
 
     def get_fields(self, request, obj=None):
         if obj is None:
-            return ["mind", "name", "scope", "expires_at"]
-        return ["id", "mind", "ending", "name", "scope", "expires_at", "created_by",
+            return ["mind", "name", "scope", "expires_at", "paths"]
+        return ["id", "mind", "ending", "name", "scope", "reach", "expires_at", "created_by",
                 "created_at", "last_used_at", "revoked_at"]
 
     def get_readonly_fields(self, request, obj=None):
         if obj is None:
             return []
-        return ["id", "mind", "ending", "created_by", "created_at", "last_used_at",
+        return ["id", "mind", "ending", "reach", "created_by", "created_at", "last_used_at",
                 "revoked_at"]
 
     def has_change_permission(self, request, obj=None):
@@ -225,7 +236,8 @@ class MindKeyAdmin(OwnMindsOnly, SingleLineNameAdmin):
             key_update(key=obj, actor=request.user, **changes)
             return
         key, plaintext = key_issue(mind=obj.mind, name=obj.name, scope=obj.scope,
-                                   expires_at=obj.expires_at, created_by=request.user)
+                                   expires_at=obj.expires_at, created_by=request.user,
+                                   paths=obj.paths)
         obj.pk = key.pk
         obj._state.adding = False
         self.message_user(request, f"Mind Key for “{key.mind.name}”: {plaintext} — copy it "

@@ -1,5 +1,6 @@
 """Mind Key authentication: a machine principal for one mind, never a user."""
 
+import copy
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -24,7 +25,20 @@ class AgentPrincipal:
 
     @property
     def mind(self) -> Mind:
-        return self.key.mind
+        """The key's mind; for a path-scoped key a copy carrying its prefixes as its
+        ``reach``, so every memory query made for it sees only those paths
+        (Memory.objects.for_mind). The key's own instance is never changed."""
+        mind = self.key.mind
+        if not self.key.paths:
+            return mind
+        scoped = copy.copy(mind)
+        scoped.reach = self.reach
+        return scoped
+
+    @property
+    def reach(self) -> tuple[str, ...]:
+        """The path prefixes this key is limited to; empty, the whole mind."""
+        return tuple(self.key.paths)
 
     @property
     def can_write(self) -> bool:
@@ -40,6 +54,12 @@ class AgentPrincipal:
 
 def is_agent(principal) -> bool:
     return isinstance(principal, AgentPrincipal)
+
+
+def reach_of(principal) -> tuple[str, ...]:
+    """The path prefixes a principal's writes may land on: a path-scoped key's; empty
+    (the whole mind) for every other key and for humans."""
+    return principal.reach if is_agent(principal) else ()
 
 
 class MindKeyAuthentication(authentication.BaseAuthentication):

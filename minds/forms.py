@@ -9,6 +9,7 @@ from django.http import QueryDict
 from django.utils import timezone
 
 from minds.models import Mind, MindKey
+from minds.services import clean_key_paths
 from synapse.text import validate_single_line
 
 
@@ -52,6 +53,15 @@ class KeyForm(forms.Form):
         required=False, label="Expires (optional, UTC)",
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
         input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"])
+    paths = forms.CharField(
+        required=False, label="Paths (optional)",
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "e.g. projects/memory-os"}),
+        help_text="Limit the key to these paths and everything below them: one per line or "
+                  "comma-separated. Empty: the whole mind.")
+
+    def clean_paths(self) -> list[str]:
+        entered = self.cleaned_data["paths"].replace(",", "\n").splitlines()
+        return clean_key_paths([line for line in entered if line.strip()])
 
     def clean_expires_at(self):
         expires_at = self.cleaned_data["expires_at"]

@@ -1,6 +1,7 @@
 """Minds (tenants) and the Mind Keys that let agents act on one of them."""
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -52,6 +53,12 @@ class Mind(models.Model):
 
     objects = MindQuerySet.as_manager()
 
+    # Never stored: the path prefixes the credentials of the request reach, when a
+    # path-scoped Mind Key acts on this instance (minds.authentication.AgentPrincipal sets
+    # it from MindKey.paths); empty, the whole mind. Memory.objects.for_mind() and
+    # MemoryTombstone.objects.for_mind() narrow every query to it (docs/security.md).
+    reach: tuple[str, ...] = ()
+
     class Meta:
         ordering = ["created_at"]
 
@@ -88,6 +95,11 @@ class MindKey(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The path prefixes this key reaches, fixed when it is issued (normalised by
+    # minds.services.clean_key_paths: memories.paths.normalize_prefixes); empty, the whole
+    # mind. A store without a path lands on the first one. (255: memories.paths'
+    # MAX_PATH_LENGTH; minds.models imports no memories module.)
+    paths = ArrayField(models.CharField(max_length=255), default=list, blank=True)
 
     objects = MindKeyQuerySet.as_manager()
 
@@ -104,3 +116,7 @@ class MindKey(models.Model):
     @property
     def can_write(self) -> bool:
         return self.scope == self.Scope.WRITE
+
+    @property
+    def is_path_scoped(self) -> bool:
+        return bool(self.paths)

@@ -5,11 +5,13 @@ from datetime import datetime
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from memories.paths import InvalidPath, normalize_prefixes
 from minds.keys import generate_key
 from minds.models import Mind, MindKey, MindQuerySet
 
@@ -131,18 +133,36 @@ def account_delete(*, user, actor=None) -> None:
     user.delete()
 
 
+def clean_key_paths(values) -> list[str]:
+    """The path prefixes of a new key, from what a human entered (API, web UI, admin,
+    command): memories.paths.normalize_prefixes, its refusal a ValidationError saying
+    why."""
+    try:
+        return normalize_prefixes(values)
+    except InvalidPath as error:
+        raise ValidationError(str(error), code="invalid_path") from error
+
+
 @transaction.atomic
 def key_issue(*, mind: Mind, name: str, scope: str = MindKey.Scope.WRITE,
-              expires_at: datetime | None = None, created_by=None) -> tuple[MindKey, str]:
-    """Create a Mind Key; returns the row and the plaintext, which is never stored."""
+              expires_at: datetime | None = None, created_by=None,
+              paths: list[str] | None = None) -> tuple[MindKey, str]:
+    """Create a Mind Key; returns the row and the plaintext, which is never stored.
+
+    ``paths`` limits it to those path prefixes (normalised: clean_key_paths, whose
+    ValidationError it raises); none, the whole mind. They are fixed for the key's life:
+    another reach is another key."""
     from memories.audit import record_event
 
+    paths = clean_key_paths(paths or [])
     new = generate_key()
     key = MindKey.objects.create(mind=mind, name=name, scope=scope, expires_at=expires_at,
-                                 lookup=new.lookup, hashed_secret=new.hashed, last4=new.last4,
-                                 created_by=created_by)
-    record_event(mind=mind, actor=created_by, action="key_issue",
-                 details={"key_id": key.id, "name": name, "scope": scope, "last4": key.last4})
+                                 paths=paths, lookup=new.lookup, hashed_secret=new.hashed,
+                                 last4=new.last4, created_by=created_by)
+    details = {"key_id": key.id, "name": name, "scope": scope, "last4": key.last4}
+    if paths:
+        details["paths"] = paths
+    record_event(mind=mind, actor=created_by, action="key_issue", details=details)
     return key, new.plaintext
 
 

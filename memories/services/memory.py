@@ -24,10 +24,12 @@ from memories.models import (
     default_memory_type,
 )
 from memories.naming import derive_key, normalize_tags
+from memories.paths import within_any
 from memories.quotas import charging, content_bytes, ledger_for
-from minds.authentication import is_agent
+from minds.authentication import is_agent, reach_of
 from minds.models import Mind
 from synapse.provenance import NO_PROVENANCE, Provenance
+from synapse.refusals import Refusal
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -61,6 +63,44 @@ class CredentialsContentRequired(ValidationError):
             "Moving a credentials memory to another category puts its content in plain "
             "text into search, embeddings and recall: send the content again with the new "
             "category to confirm."]}, code="credentials_content_required")
+
+
+class PathOutOfScope(Refusal):
+    """A path-scoped Mind Key writing a memory to a path outside its prefixes (a store,
+    an update or a revert that would move it there). 403; the message names no path."""
+
+    status_code = 403
+    code = "path_out_of_scope"
+
+    def __init__(self):
+        super().__init__("This Mind Key is limited to some paths, and this path is not "
+                         "under any of them.")
+
+
+class KeyOutOfScope(Refusal):
+    """A path-scoped Mind Key storing a (category, key) that a memory outside its paths
+    holds: that memory is neither overwritten nor described. 409."""
+
+    status_code = 409
+    code = "key_out_of_scope"
+
+    def __init__(self):
+        super().__init__("This category and key are taken by a memory this Mind Key cannot "
+                         "reach; store under another key.")
+
+
+def check_reach(actor, path: str) -> None:
+    """Refuse (PathOutOfScope) a write by ``actor`` that leaves a memory at ``path``
+    outside the paths its Mind Key reaches (none for humans and unscoped keys)."""
+    if not within_any(path, reach_of(actor)):
+        raise PathOutOfScope()
+
+
+def default_path(actor) -> str:
+    """Where a new memory stored without a path goes: the root, or the first prefix of a
+    path-scoped key."""
+    reach = reach_of(actor)
+    return reach[0] if reach else ""
 
 
 @dataclass(frozen=True)
@@ -132,8 +172,15 @@ def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | N
     moves the memory to the path sent; a key derived from the content includes the path.
     ``provenance`` (what the request claims about its agent) is recorded on the version
     and the audit event written.
+
+    A path-scoped Mind Key (``actor``) finds only memories under its prefixes, stores a
+    new memory without a path under its first prefix, and is refused a path outside them
+    (PathOutOfScope) or a (category, key) held outside them (KeyOutOfScope).
     """
-    key = key or derive_key(content, category, path or "")
+    if path is not None:
+        check_reach(actor, path)
+    key = key or derive_key(content, category, path if path is not None
+                            else default_path(actor))
     authorship = _authorship(actor, source)
     changes: dict = {"content": content}
     if tags is not None:
@@ -152,12 +199,16 @@ def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | N
             try:
                 with transaction.atomic():
                     memory = create_memory(mind=mind, actor=actor, category=category, key=key,
-                                           changes={**changes, **authorship},
+                                           changes={"path": default_path(actor), **changes,
+                                                    **authorship},
                                            provenance=provenance)
                 return StoreResult(memory, "stored")
             except IntegrityError:
-                # Another writer created this key between our lookup and insert.
+                # Another writer created this key between our lookup and insert, or a
+                # memory the key cannot reach holds it.
                 existing = locked_current(mind, category, key)
+                if existing is None and reach_of(actor):
+                    raise KeyOutOfScope() from None
                 if existing is None:
                     raise
         memory, changed = _apply(memory=existing, actor=actor, changes=changes,
@@ -186,8 +237,12 @@ def memory_store_once(*, mind: Mind, actor, idempotency_key: str, request_body,
     first request is still running, is an IdempotencyConflict."""
     # Keyed with SECRET_KEY: the body may hold a credential, and a bare hash of a
     # short secret kept in the database could be reversed by guessing.
+    # A path-scoped key's answers are its own: its reach is part of the fingerprint, so
+    # it never replays an answer given to a key that reaches more.
+    reach = reach_of(actor)
     fingerprint = salted_hmac("synapse.idempotency", json.dumps(
-        request_body, sort_keys=True, default=str), algorithm="sha256").hexdigest()
+        {"body": request_body, "paths": list(reach)} if reach else request_body,
+        sort_keys=True, default=str), algorithm="sha256").hexdigest()
     ttl = settings.SYNAPSE["IDEMPOTENCY_TTL_SECONDS"]
     cutoff = timezone.now() - timezone.timedelta(seconds=ttl)
     for _attempt in range(2):
@@ -247,6 +302,7 @@ def create_memory(*, mind: Mind, actor, category: str, key: str, changes: dict,
             seconds=settings.SYNAPSE["WORKING_MEMORY_TTL_SECONDS"])
     for name, value in changes.items():
         setattr(memory, name, value)
+    check_reach(actor, memory.path)
     if memory.verified and not is_agent(actor):
         memory.verified_by = actor
         memory.verified_at = now
@@ -279,6 +335,8 @@ def _apply(*, memory: Memory, actor, changes: dict, authorship: dict, action: st
         return memory, False
     changes = {**changes, **authorship}
     changed_fields = [name for name, value in changes.items() if current[name] != value]
+    if "path" in changed_fields:
+        check_reach(actor, changes["path"])
     versioned = [name for name in changed_fields if name in VERSIONED_FIELDS]
     for name in changed_fields:
         setattr(memory, name, changes[name])

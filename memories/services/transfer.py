@@ -1,6 +1,6 @@
 """Memories from elsewhere: a sync from another instance, a mind import from an export."""
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from django.db import IntegrityError, connection, transaction
@@ -20,7 +20,10 @@ from memories.models import (
 from memories.quotas import charging, content_bytes, ledger_for
 from memories.services.memory import (
     MemoryConflict,
+    PathOutOfScope,
     agent_source,
+    check_reach,
+    default_path,
     locked_current,
     mark_for_embedding,
     recorded_by,
@@ -102,6 +105,10 @@ def _apply_changes(*, mind: Mind, actor, changes: list[sync.Change], result: Syn
             result.conflicts.append({
                 "id": change.id, "category": change.category, "key": change.key,
                 "reason": "Another memory of this mind holds this category and key."})
+        except PathOutOfScope as refusal:
+            # A path-scoped key syncs only memories under its prefixes (docs/api.md).
+            result.conflicts.append({"id": change.id, "category": change.category,
+                                     "key": change.key, "reason": str(refusal)})
 
 
 def _apply_change(*, mind: Mind, actor, change: sync.Change, result: SyncResult,
@@ -150,6 +157,9 @@ def _apply_change(*, mind: Mind, actor, change: sync.Change, result: SyncResult,
         return
     trashed = (Memory.objects.select_for_update().for_mind(mind).in_trash()
                .filter(pk=change.id).first()) if change.id else None
+    if trashed is None and "path" not in change.fields:
+        # New here and placed nowhere: where a store without a path would put it.
+        change = replace(change, fields={**change.fields, "path": default_path(actor)})
     change = sync.settled_place(change, trashed)
     memory = _write_synced(mind=mind, actor=actor, change=change, target=trashed,
                            provenance=provenance)
@@ -165,7 +175,7 @@ def _newest_deletion(mind: Mind, change: sync.Change) -> tuple | None:
     times = [time for time in (
         Memory.objects.for_mind(mind).in_trash().filter(same)
         .order_by("-updated_at").values_list("updated_at", flat=True).first(),
-        MemoryTombstone.objects.filter(mind=mind).filter(same)
+        MemoryTombstone.objects.for_mind(mind).filter(same)
         .order_by("-updated_at").values_list("updated_at", flat=True).first(),
     ) if time is not None]
     if not times:
@@ -188,7 +198,8 @@ def _write_synced(*, mind: Mind, actor, change: sync.Change, target: Memory | No
                   provenance: Provenance) -> Memory:
     """Write an incoming live state (its place settled: sync.settled_place) into
     ``target`` (None: a new memory), keeping the incoming timestamps; a new version
-    snapshot records it."""
+    snapshot records it. A path-scoped key's write stays under its prefixes."""
+    check_reach(actor, change.fields["path"])
     if target is None:
         memory_id = change.id if change.id and _id_is_free(change.id) else new_memory_id()
         target = Memory(id=memory_id, mind=mind, version=0,

@@ -11,6 +11,7 @@ from rest_framework_simplejwt.settings import api_settings as jwt_settings
 from rest_framework_simplejwt.utils import get_md5_hash_password
 
 from minds.models import SEARCH_LANGUAGES, Mind, MindKey
+from minds.services import clean_key_paths
 from synapse.api import StrictSerializer, TimestampField
 from synapse.text import validate_single_line
 
@@ -176,11 +177,14 @@ class MindKeySerializer(serializers.ModelSerializer):
     expires_at = TimestampField(read_only=True, allow_null=True)
     revoked_at = TimestampField(read_only=True, allow_null=True)
     revoked = serializers.BooleanField(source="is_revoked", read_only=True)
+    paths = serializers.ListField(child=serializers.CharField(), read_only=True,
+                                  help_text="The path prefixes the key is limited to; empty: "
+                                  "the whole mind.")
 
     class Meta:
         model = MindKey
-        fields = ["id", "mind_id", "name", "last4", "scope", "created_at", "last_used_at",
-                  "expires_at", "revoked", "revoked_at"]
+        fields = ["id", "mind_id", "name", "last4", "scope", "paths", "created_at",
+                  "last_used_at", "expires_at", "revoked", "revoked_at"]
         read_only_fields = fields
 
 
@@ -197,6 +201,15 @@ class MindKeyCreateSerializer(StrictSerializer):
     name = serializers.CharField(max_length=200, validators=[validate_single_line])
     scope = serializers.ChoiceField(choices=MindKey.Scope.choices, default=MindKey.Scope.WRITE)
     expires_at = TimestampField(required=False, allow_null=True, default=None)
+    paths = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False,
+        default=list, max_length=64,
+        help_text="Path prefixes the key is limited to (at most 16 once duplicates and "
+                  "prefixes below another are left out; never the root): it reads and "
+                  "writes only memories at or below one of them. Empty: the whole mind.")
+
+    def validate_paths(self, value):
+        return clean_key_paths(value)
 
     def validate_expires_at(self, value):
         if value is not None and value <= timezone.now():

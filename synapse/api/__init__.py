@@ -11,7 +11,7 @@ from synapse.api.errors import (
 )
 from synapse.api.fields import DurationField, SingleLineName, StrictSerializer, TimestampField
 from synapse.api.pagination import PageQuery, PageSerializer, page_of
-from synapse.api.permissions import HumanOnly, MindAccess, PlaintextForHumans
+from synapse.api.permissions import HumanOnly, MindAccess, PlaintextForHumans, WholeMind
 from synapse.api.schema import (
     CONFLICT,
     HUMAN_AUTH,
@@ -35,5 +35,5 @@ __all__ = [
     "PlaintextForHumans", "QueryFilterBackend", "ServiceUnavailable", "SingleLineName",
     "StrictSerializer", "SynapseAPIView", "TimestampField", "error_body", "error_response",
     "error_responses", "exception_handler", "json_handler404", "json_handler500", "page_of",
-    "request_mind", "request_provenance", "validated_query",
+    "request_mind", "request_provenance", "validated_query", "WholeMind",
 ]

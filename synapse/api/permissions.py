@@ -37,3 +37,15 @@ class PlaintextForHumans(BasePermission):
     def has_permission(self, request, view):
         # view.query validates the parameters first: a malformed one is a 400 as before.
         return not (view.query.get("include_credentials") and is_agent(request.user))
+
+
+class WholeMind(BasePermission):
+    """Routes about the whole mind (its audit log, compaction, an import of a backup):
+    a path-scoped Mind Key (MindKey.paths) is refused with 403 ``path_scoped_key``."""
+
+    message = ("This Mind Key is limited to some paths; this route covers the whole mind: "
+               "use a key without paths.")
+    code = "path_scoped_key"
+
+    def has_permission(self, request, view):
+        return not (is_agent(request.user) and request.user.reach)

@@ -19,7 +19,7 @@ from tests.conftest import key_client
 
 pytestmark = pytest.mark.django_db
 
-KEY_FIELDS = {"id", "mind_id", "name", "last4", "scope", "created_at", "last_used_at",
+KEY_FIELDS = {"id", "mind_id", "name", "last4", "scope", "paths", "created_at", "last_used_at",
               "expires_at", "revoked", "revoked_at"}
 
 

@@ -1,7 +1,9 @@
 """Two tenants for the security tests: two users, each with two filled minds and every kind of key.
 
 Every memory carries a canary token that no request ever sends, so finding one in a
-response body written for another tenant proves a leak, whatever route produced it.
+response body written for another tenant proves a leak, whatever route produced it. Each
+mind also has a path-scoped key and one memory in its scope (``zq<label>scope``): to that
+key every other memory of its own mind is as foreign as another tenant's.
 """
 
 from dataclasses import dataclass, field
@@ -13,7 +15,7 @@ from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import RefreshToken
 
 from memories.embeddings import embed_batch
-from memories.models import AuditEvent, Memory, MemoryVersion
+from memories.models import AuditEvent, Memory, MemoryTombstone, MemoryVersion, under_any
 from memories.services import memory_delete, memory_store
 from minds.authentication import AgentPrincipal
 from minds.models import Mind, MindKey
@@ -36,14 +38,28 @@ class Tenant:
     read_key: str
     revoked_key: str
     expired_key: str
+    scoped_key: str = ""
+    scope: str = ""
     key_ids: list[str] = field(default_factory=list)
     memory_ids: list[str] = field(default_factory=list)
+    scoped_ids: list[str] = field(default_factory=list)
     export: dict | None = None
+
+    @property
+    def scoped_canary(self) -> str:
+        return f"zq{self.label}inscope"
 
     @property
     def secrets(self) -> list[str]:
         """Strings that only this tenant's data contains and no request ever carries."""
-        return [self.canary, *self.memory_ids, self.mind.id, *self.key_ids]
+        return [self.canary, self.scoped_canary, *self.memory_ids, *self.scoped_ids,
+                self.mind.id, *self.key_ids]
+
+    @property
+    def secrets_outside_scope(self) -> list[str]:
+        """What the path-scoped key of this very mind must never see: the memories outside
+        its scope (its own mind's id and its in-scope memory it may)."""
+        return [self.canary, *self.memory_ids]
 
 
 def fill(label: str, word: str, owner, count: int) -> Tenant:
@@ -78,6 +94,15 @@ def fill(label: str, word: str, owner, count: int) -> Tenant:
     secret = memory_store(mind=mind, actor=owner, category="credentials", key=f"{word}_token",
                           content=f"token {canary}credential").memory
     tenant.memory_ids += [trashed.id, secret.id]
+    # A key limited to one path, and a memory there; everything above is outside it.
+    tenant.scope = f"zq{label}scope"
+    scoped_row, tenant.scoped_key = key_issue(mind=mind, name="scoped", created_by=owner,
+                                              paths=[tenant.scope])
+    inside = memory_store(mind=mind, actor=owner, category="fact", key=f"{word}_inside",
+                          content=f"The {word} note in scope {tenant.scoped_canary}.",
+                          path=tenant.scope, tags=[word, "shared"]).memory
+    tenant.scoped_ids.append(inside.id)
+    tenant.key_ids.append(scoped_row.id)
     return tenant
 
 
@@ -106,6 +131,24 @@ def snapshot(tenant: Tenant) -> dict:
         "id", "name", "scope", "expires_at", "revoked_at", "hashed_secret"))
     return {"mind": mind, "memories": memories, "versions": versions, "audit": audit,
             "keys": keys}
+
+
+def snapshot_outside_scope(tenant: Tenant) -> dict:
+    """Everything stored for one mind that its path-scoped key must not change: the mind,
+    its keys, and its memories (with their versions) and tombstones outside the scope."""
+    outside = ~under_any([tenant.scope])
+    whole = snapshot(tenant)
+    memories = list(Memory.objects.for_mind(tenant.mind).filter(outside).order_by("id").values(
+        "id", "category", "key", "content", "tags", "priority", "source", "verified",
+        "confidence", "expires_at", "version", "path", "created_at", "updated_at",
+        "deleted_at", "superseded_at", "embedding_pending"))
+    versions = list(MemoryVersion.objects.filter(memory__mind=tenant.mind,
+                                                 memory__in=[m["id"] for m in memories])
+                    .order_by("memory_id", "version").values())
+    tombstones = list(MemoryTombstone.objects.filter(outside, mind=tenant.mind)
+                      .order_by("id").values())
+    return {"mind": whole["mind"], "keys": whole["keys"], "memories": memories,
+            "versions": versions, "tombstones": tombstones}
 
 
 def bearer(token: str) -> APIClient:

@@ -20,6 +20,13 @@ HUMAN_ONLY = [re.compile(pattern) for pattern in (
 )]
 
 
+# Routes about the whole mind that a path-scoped Mind Key is refused (403 path_scoped_key;
+# docs/api.md, "Keys limited to paths").
+WHOLE_MIND = [re.compile(pattern) for pattern in (
+    r"^/memory/audit$", r"^/memory/compact$", r"/uncompact$", r"^/memory/mind-import$",
+)]
+
+
 def load_schema() -> dict:
     response = APIClient().get("/api/schema/", HTTP_ACCEPT=SCHEMA_ACCEPT)
     assert response.status_code == 200, response.content[:300]
@@ -50,6 +57,10 @@ class Operation:
     @property
     def is_human_only(self) -> bool:
         return any(pattern.search(self.path) for pattern in HUMAN_ONLY)
+
+    @property
+    def is_whole_mind(self) -> bool:
+        return any(pattern.search(self.path) for pattern in WHOLE_MIND)
 
     @property
     def path_params(self) -> list[str]:

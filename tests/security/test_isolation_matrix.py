@@ -6,6 +6,11 @@ human-only routes, revoked, expired and malformed keys, and no credentials at al
 and body ids point at the victim's memories, mind and keys; ``q`` searches for the
 victim's words. Each body must be free of the victim's canaries and ids (unless the
 attacker sent that id), and the victim's rows must be byte-for-byte what they were.
+
+The victim's own path-scoped key is one more attacker, on every route: every memory of
+its mind outside its path is foreign to it (404 by id, absent from every answer, never
+written); its in-scope writes are legitimate, so only the rows outside its scope must be
+what they were.
 """
 
 import json
@@ -19,7 +24,13 @@ from rest_framework.test import APIClient
 from memories.services import memory_store
 from minds.authentication import AgentPrincipal
 from minds.models import MindKey
-from tests.security.conftest import Tenant, bearer, jwt_for, snapshot
+from tests.security.conftest import (
+    Tenant,
+    bearer,
+    jwt_for,
+    snapshot,
+    snapshot_outside_scope,
+)
 from tests.security.openapi import Operation, load_schema, operations
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
@@ -137,6 +148,13 @@ def credentials(victim: Tenant, same_owner: Tenant, other_user: Tenant):
     yield "no credentials", APIClient(), "none"
 
 
+def scoped_credentials(victim: Tenant):
+    """The victim's own key limited to a path its other memories are not under."""
+    yield "victim's path-scoped Mind Key", bearer(victim.scoped_key), "scoped_key"
+    yield ("victim's path-scoped Mind Key in ?key=", QueryKeyClient(victim.scoped_key),
+           "scoped_query_key")
+
+
 def expected_statuses(op: Operation, kind: str) -> set[int] | None:
     """The statuses that are right for this credential on this route; None: any non-5xx."""
     targets_victim = bool(op.path_params)
@@ -151,6 +169,13 @@ def expected_statuses(op: Operation, kind: str) -> set[int] | None:
         return {401} if op.is_write else expected_statuses(op, "foreign_key")
     if kind == "own_key":
         return {403} if op.is_human_only else None
+    if kind == "scoped_query_key":
+        return {401} if op.is_write else expected_statuses(op, "scoped_key")
+    if kind == "scoped_key":
+        # Its own mind, but no memory the paths point at is under its path.
+        if op.is_human_only or op.is_whole_mind:
+            return {403}
+        return {404} if targets_victim else None
     if kind in ("foreign_key", "foreign_read_key"):
         if op.is_human_only or (kind == "foreign_read_key" and op.is_write):
             return {403}
@@ -185,22 +210,15 @@ def control_status(op: Operation, victim: Tenant) -> int:
         return status
 
 
-def leaked(text: str, victim: Tenant, sent: str) -> list[str]:
-    return [secret for secret in victim.secrets if secret in text and secret not in sent]
+def leaked(text: str, victim: Tenant, sent: str, kind: str = "") -> list[str]:
+    secrets = victim.secrets_outside_scope if kind.startswith("scoped") else victim.secrets
+    return [secret for secret in secrets if secret in text and secret not in sent]
 
 
-@pytest.mark.parametrize("victim_label, same_owner_label, other_label",
-                         [("a1", "a2", "b1"), ("b2", "b1", "a2")])
-def test_no_foreign_credential_reaches_the_victims_data(tenants, victim_label, same_owner_label,
-                                                        other_label):
-    victim, same_owner, other = (tenants[victim_label], tenants[same_owner_label],
-                                 tenants[other_label])
-    schema_ops = operations(load_schema())
-    victim.export = victim_export(victim)
-    controls = {op.label: control_status(op, victim) for op in schema_ops if not op.is_public}
-    before = snapshot(victim)
+def attack(attackers, schema_ops, controls, victim: Tenant) -> tuple[list[str], int]:
+    """Send every route with every credential of ``attackers``: the failures, the count."""
     failures, tried = [], 0
-    for name, client, kind in credentials(victim, same_owner, other):
+    for name, client, kind in attackers:
         for op in schema_ops:
             if not applies(op, kind):
                 continue
@@ -221,9 +239,32 @@ def test_no_foreign_credential_reaches_the_victims_data(tenants, victim_label, s
                                 f" {text[:200]}")
             if response.status_code == 401 and not response.has_header("WWW-Authenticate"):
                 failures.append(f"{where}: 401 without WWW-Authenticate")
-            if leaks := leaked(text, victim, sent):
+            if leaks := leaked(text, victim, sent, kind):
                 failures.append(f"{where}: leaked {leaks} in {text[:300]}")
+    return failures, tried
+
+
+@pytest.mark.parametrize("victim_label, same_owner_label, other_label",
+                         [("a1", "a2", "b1"), ("b2", "b1", "a2")])
+def test_no_foreign_credential_reaches_the_victims_data(tenants, victim_label, same_owner_label,
+                                                        other_label):
+    victim, same_owner, other = (tenants[victim_label], tenants[same_owner_label],
+                                 tenants[other_label])
+    schema_ops = operations(load_schema())
+    victim.export = victim_export(victim)
+    controls = {op.label: control_status(op, victim) for op in schema_ops if not op.is_public}
+    before = snapshot(victim)
+    failures, tried = attack(credentials(victim, same_owner, other), schema_ops, controls,
+                             victim)
     assert snapshot(victim) == before, "a foreign credential changed the victim's data"
+    # The scoped key writes in its own path legitimately: only the rest must stay as it was.
+    outside = snapshot_outside_scope(victim)
+    scoped_failures, scoped_tried = attack(scoped_credentials(victim), schema_ops, controls,
+                                           victim)
+    assert snapshot_outside_scope(victim) == outside, \
+        "a path-scoped key changed memories outside its path"
+    failures += scoped_failures
+    tried += scoped_tried
     TRIED[victim_label] = tried
     print(f"\nisolation matrix ({victim_label}): {len(schema_ops)} operations, "
           f"{tried} route × credential requests; the owner's control statuses: {controls}")
@@ -305,10 +346,45 @@ def mcp_arguments(schema: dict, victim_memory_id: str, word: str) -> dict:
     return arguments
 
 
-def test_no_mcp_tool_reaches_another_minds_memory(live_cluster):
-    """Every tool /mcp lists, called with another mind's key on the victim's memory."""
+def call_every_tool(server_url: str, key: str, victim_id: str, word: str,
+                    canary: str) -> list[dict]:
+    """Every tool /mcp lists, called with ``key`` on the victim's memory and words; no
+    answer may carry ``canary``. The answers, by tool."""
     import httpx
 
+    headers = {"Accept": "application/json, text/event-stream",
+               "Authorization": f"Bearer {key}"}
+
+    def rpc(method: str, params: dict, ident: int) -> dict:
+        response = httpx.post(f"{server_url}/mcp", headers=headers, timeout=60, json={
+            "jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+        assert response.status_code == 200, response.text[:300]
+        assert canary not in response.text, (method, params, response.text)
+        return response.json()
+
+    tools = rpc("tools/list", {}, 1)["result"]["tools"]
+    assert {"recall", "search", "get_memory"} <= {tool["name"] for tool in tools}
+    answers = []
+    for ident, tool in enumerate(tools, start=2):
+        arguments = mcp_arguments(tool.get("inputSchema", {}), victim_id, word)
+        answers.append(rpc("tools/call", {"name": tool["name"], "arguments": arguments},
+                           ident))
+    return answers
+
+
+def store_canary(server_url: str, key: str, canary: str, **fields) -> str:
+    import httpx
+
+    stored = httpx.post(f"{server_url}/memory", json={
+        "category": "fact", "key": f"mcp_{canary}",
+        "content": f"The xylophone plan {canary} is private", **fields},
+        headers={"Authorization": f"Bearer {key}"})
+    assert stored.status_code in (200, 201), stored.text
+    return stored.json()["id"]
+
+
+def test_no_mcp_tool_reaches_another_minds_memory(live_cluster):
+    """Every tool /mcp lists, called with another mind's key on the victim's memory."""
     from tests.security.live import Server
 
     attacker_mind = live_cluster.manage("create_mind", "Attacker", "--owner",
@@ -317,28 +393,39 @@ def test_no_mcp_tool_reaches_another_minds_memory(live_cluster):
     server = Server(live_cluster, workers=1, threads=2)
     try:
         canary = "zqmcpcanary"
-        stored = httpx.post(f"{server.url}/memory", json={
-            "category": "fact", "key": "mcp_secret",
-            "content": f"The xylophone plan {canary} is private"},
-            headers={"Authorization": f"Bearer {live_cluster.key}"})
-        assert stored.status_code in (200, 201), stored.text
-        victim_id = stored.json()["id"]
-        headers = {"Accept": "application/json, text/event-stream",
-                   "Authorization": f"Bearer {attacker_key}"}
-
-        def rpc(method: str, params: dict, ident: int) -> dict:
-            response = httpx.post(f"{server.url}/mcp", headers=headers, timeout=60, json={
-                "jsonrpc": "2.0", "id": ident, "method": method, "params": params})
-            assert response.status_code == 200, response.text[:300]
-            assert canary not in response.text, (method, params, response.text)
-            return response.json()
-
-        tools = rpc("tools/list", {}, 1)["result"]["tools"]
-        assert {"recall", "search", "get_memory"} <= {tool["name"] for tool in tools}
-        for ident, tool in enumerate(tools, start=2):
-            arguments = mcp_arguments(tool.get("inputSchema", {}), victim_id, "xylophone")
-            rpc("tools/call", {"name": tool["name"], "arguments": arguments}, ident)
+        victim_id = store_canary(server.url, live_cluster.key, canary)
+        tools = call_every_tool(server.url, attacker_key, victim_id, "xylophone", canary)
         print(f"\nMCP isolation: {len(tools)} tools called with another mind's key")
+    finally:
+        server.stop()
+
+
+def test_no_mcp_tool_reaches_a_memory_outside_a_scoped_keys_path(live_cluster):
+    """Every tool /mcp lists, called with a path-scoped key of the same mind on a memory
+    outside its path; the memory in its path stays usable through the tools."""
+    import httpx
+
+    from tests.security.live import Server
+
+    scoped_key = live_cluster.manage("issue_key", live_cluster.mind_id, "--name", "scoped",
+                                     "--path", "zqmcpscope")
+    server = Server(live_cluster, workers=1, threads=2)
+    try:
+        canary = "zqmcpoutside"
+        victim_id = store_canary(server.url, live_cluster.key, canary, path="zqmcpsibling")
+        # Stored by the scoped key without a path: in its path.
+        inside_id = store_canary(server.url, scoped_key, "zqmcpinside")
+        call_every_tool(server.url, scoped_key, victim_id, "xylophone", canary)
+        recall = httpx.post(f"{server.url}/mcp", timeout=60, json={
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "get_memory", "arguments": {"memory_id": inside_id}}},
+            headers={"Accept": "application/json, text/event-stream",
+                     "Authorization": f"Bearer {scoped_key}"})
+        assert "zqmcpinside" in recall.text and "zqmcpscope" in recall.text
+        outside = httpx.get(f"{server.url}/memory/{victim_id}",
+                            headers={"Authorization": f"Bearer {live_cluster.key}"}).json()
+        assert outside["content"] == f"The xylophone plan {canary} is private"
+        assert outside["version"] == 1
     finally:
         server.stop()
 

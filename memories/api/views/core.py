@@ -81,10 +81,14 @@ class CoreActions:
                    parameters=[MIND_PARAMETER, *PROVENANCE_HEADERS, IDEMPOTENCY_HEADER],
                    responses={201: StoreResponseSerializer, 200: StoreResponseSerializer,
                               409: OpenApiResponse(description="Idempotency-Key reused with "
-                                                   "another body"), **ERRORS},
+                                                   "another body; key_out_of_scope: a "
+                                                   "path-scoped key storing a (category, key) "
+                                                   "held outside its paths"), **ERRORS},
                    tags=["memory"])
     def create(self, request):
-        """Store a memory, or update the one with the same (category, key)."""
+        """Store a memory, or update the one with the same (category, key). A path-scoped
+        Mind Key stores under its first prefix by default; a path outside its prefixes is
+        a 403 ``path_out_of_scope``."""
         serializer = MemoryStoreSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data

@@ -24,7 +24,7 @@ from memories.models import AuditEvent
 from memories.recall import display_content
 from memories.services import memory_compact, memory_uncompact
 from memories.stats import mind_stats
-from synapse.api import MIND_PARAMETER, page_of
+from synapse.api import MIND_PARAMETER, MindAccess, WholeMind, page_of
 from synapse.timestamps import format_timestamp
 
 
@@ -33,11 +33,13 @@ class InsightActions:
 
     @extend_schema(operation_id="memory_audit", parameters=[MIND_PARAMETER, AuditQuery],
                    responses={200: AUDIT_LIST, **ERRORS}, tags=["insight"])
-    @action(detail=False, methods=["get"], query_serializer=AuditQuery)
+    @action(detail=False, methods=["get"], query_serializer=AuditQuery,
+            permission_classes=[MindAccess, WholeMind])
     def audit(self, request):
         """Every state change of this mind, newest first: who, what, when, which memory,
         and the agent, instance and device the request claimed (``agent`` and
-        ``instance`` keep the events that claimed them)."""
+        ``instance`` keep the events that claimed them). A path-scoped Mind Key is refused
+        (403 ``path_scoped_key``)."""
         events = AuditEvent.objects.filter(mind=self.mind)
         if "agent" in self.query:
             events = events.filter(agent=self.query["agent"])
@@ -108,8 +110,9 @@ class InsightActions:
                                "summary memory each (source=system); the originals are "
                                "superseded: out of recall, readable by id, and back with "
                                "POST /memory/{summary_id}/uncompact. Verified memories are "
-                               "never touched.")
-    @action(detail=False, methods=["post"])
+                               "never touched. A path-scoped Mind Key is refused (403 "
+                               "`path_scoped_key`).")
+    @action(detail=False, methods=["post"], permission_classes=[MindAccess, WholeMind])
     def compact(self, request):
         body = CompactRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -145,8 +148,9 @@ class InsightActions:
                    parameters=[MIND_PARAMETER, *PROVENANCE_HEADERS],
                    responses={200: MemorySerializer(many=True), **ERRORS}, tags=["insight"],
                    description="Undo a compaction: the originals superseded by this summary "
-                               "return to recall; the summary goes to the trash.")
-    @action(detail=True, methods=["post"])
+                               "return to recall; the summary goes to the trash. A "
+                               "path-scoped Mind Key is refused (403 `path_scoped_key`).")
+    @action(detail=True, methods=["post"], permission_classes=[MindAccess, WholeMind])
     def uncompact(self, request, memory_id: str):
         summary = self.get_object()
         try:

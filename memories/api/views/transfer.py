@@ -22,7 +22,7 @@ from memories.api.serializers.transfer import (
 from memories.export import BackupInvalid, export_csv, export_json, read_backup
 from memories.sync import Since
 from memories.sync import diff as diff_since
-from synapse.api import MIND_PARAMETER, MindAccess, PlaintextForHumans
+from synapse.api import MIND_PARAMETER, MindAccess, PlaintextForHumans, WholeMind
 from synapse.parsers import StreamingJSONParser
 
 EXPORT_ANSWERS = {(200, "application/json"): OpenApiTypes.OBJECT,
@@ -97,10 +97,11 @@ class TransferActions:
         parameters=[MIND_PARAMETER, *PROVENANCE_HEADERS],
         responses={200: IMPORT_RESULT, **ERRORS}, tags=["lifecycle"],
         description="Restore a JSON export: exactly into an empty mind (ids kept where "
-                    "free), merged with the sync rules into a non-empty one.")
+                    "free), merged with the sync rules into a non-empty one. A path-scoped "
+                    "Mind Key is refused (403 `path_scoped_key`).")
     @action(detail=False, methods=["post"], url_path="mind-import",
             parser_classes=[StreamingJSONParser], body_limit="IMPORT_MAX_BODY_BYTES",
-            throttle_scope="import")
+            throttle_scope="import", permission_classes=[MindAccess, WholeMind])
     def mind_import(self, request):
         try:
             counts = services.mind_import(mind=self.mind, actor=request.user,
