@@ -201,11 +201,13 @@ def test_migration_0008_keeps_every_memory_and_derives_types_from_the_category(
     versions = human.get(f"/memory/{ids['db_password']}/versions?mind={alice_mind.id}").json()
     assert [v["content"] for v in versions["versions"]] == ["hunter1", "hunter2"]
     recall = agent.get("/memory/recall").content.decode()
-    assert "[001] identity (CRITICAL) [verified]\n  user_name\n  Alice\n" in recall
+    user_name = Memory.objects.get(pk=ids["user_name"])
+    assert f"[001] identity (CRITICAL) [verified] {user_name.citation}\n  user_name\n  Alice\n" \
+        in recall
     headers = [line for line in recall.splitlines() if line.startswith("[")]
     assert len(headers) == len(by_key) - 3  # not the trashed, superseded and expired ones
-    assert all(re.fullmatch(r"\[\d{3}\] [a-z]+ \([A-Z]+\) \[(un)?verified\]", line)
-               for line in headers), headers
+    header = re.compile(r"\[\d{3}\] [a-z]+ \([A-Z]+\) \[(un)?verified\] mem_[A-Za-z0-9]+@v\d+")
+    assert all(header.fullmatch(line) for line in headers), headers
 
     # The next memory written comes after them in write order, and old ones update as any.
     response = agent.post("/memory", {"category": "context", "key": "turn_2",
