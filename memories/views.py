@@ -237,8 +237,9 @@ class MemoryCreateView(MemoryPageView):
 
 
 ACTIVITY_LIMIT = 20
-# The memory page's filters of its versions and activity: query parameter → field claimed
-# by the writing request (synapse.provenance), as the API's ?agent= and ?instance=.
+# The filters of the memory page's versions and activity and of the mind's activity page:
+# query parameter → field claimed by the writing request (synapse.provenance), as the
+# API's ?agent= and ?instance=.
 CLAIM_FILTERS = {"agent": "agent", "instance": "agent_instance"}
 # Audit actions as the memory page words them.
 ACTIONS = {"store": "stored it", "update": "edited it", "verify": "verified it",
@@ -246,6 +247,34 @@ ACTIONS = {"store": "stored it", "update": "edited it", "verify": "verified it",
            "bulk_delete": "moved it to the trash", "restore": "restored it",
            "revert": "reverted it", "sync": "synced it", "import": "imported it",
            "compact": "compacted it", "uncompact": "undid its compaction"}
+
+
+class ActivityView(MemoryPageView):
+    """Every change of the mind, newest first (its audit events), filtered by the agent or
+    instance the writing request claimed, as ``GET /memory/audit?agent=&instance=``."""
+
+    tab = "activity"
+
+    def get(self, request, mind_id):
+        claimed = {field: request.GET[param].strip() for param, field in CLAIM_FILTERS.items()
+                   if request.GET.get(param, "").strip()}
+        events = AuditEvent.objects.filter(mind=self.mind, **claimed).order_by("-created_at",
+                                                                              "-id")
+        page = Paginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
+        # The page's memories in one query: purged ones (and any this request does not
+        # reach) are named by id only.
+        ids = {event.memory_id for event in page.object_list if event.memory_id}
+        named = {memory.id: memory for memory in
+                 self.memories().filter(pk__in=ids).only("id", "category", "key")}
+        params = request.GET.copy()
+        params.pop("page", None)
+        return self.render("memories/activity.html", {
+            "events": [(event, ACTIONS.get(event.action, event.action.replace("_", " ")),
+                        named.get(event.memory_id)) for event in page.object_list],
+            "page": page, "page_query": params.urlencode(), "page_anchor": "",
+            "claim_filter": {param: request.GET.get(param, "").strip()
+                             for param in CLAIM_FILTERS},
+            "claim_filtered": bool(claimed)})
 
 
 class MemoryDetailView(MemoryPageView):

@@ -281,7 +281,8 @@ def test_main_pages_are_captured_on_desktop_and_phone(page, phone, alice_mind, a
     mind = f"/ui/minds/{alice_mind.id}"
     pages = {"minds": "/ui/", "browser": f"{mind}/", "queue": f"{mind}/queue",
              "memory": f"{mind}/memories/{agent_memories.id}", "keys": f"{mind}/keys",
-             "stats": f"{mind}/stats", "settings": f"{mind}/settings",
+             "stats": f"{mind}/stats", "activity": f"{mind}/activity",
+             "settings": f"{mind}/settings",
              "new-memory": f"{mind}/memories/new",
              "browser-path": f"{mind}/?path={episode.path}",
              "timeline": f"{mind}/timeline?path={episode.path}&at={episode.id}",

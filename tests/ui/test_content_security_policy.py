@@ -45,7 +45,7 @@ def ui_pages(mind, memory) -> list[str]:
     return ["/ui/", f"{base}/", f"{base}/?q=postgres", f"{base}/memories/new",
             f"{base}/memories/{memory.id}", f"{base}/memories/{memory.id}?from=1&to=2",
             f"{base}/memories/{memory.id}/edit", f"{base}/queue", f"{base}/trash",
-            f"{base}/stats", f"{base}/keys", f"{base}/settings",
+            f"{base}/stats", f"{base}/activity", f"{base}/keys", f"{base}/settings",
             f"{base}/?path=projects/synapse&memory_type=episodic", f"{base}/?path=a//b",
             f"{base}/timeline?path=projects/synapse/meetings",
             f"{base}/timeline?path=projects/synapse/meetings&at={memory.id}",
