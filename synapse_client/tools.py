@@ -288,7 +288,7 @@ def build_server(client_for: ClientFactory, *, log_level: str = "WARNING") -> MC
     async def forget(ctx: Context, memory_id: MemoryId) -> str:
         async with api(ctx) as client:
             memory = await client.forget(memory_id)
-        return (f"Moved {inline(memory.get('id'))} ({inline(memory.get('category'))}/"
+        return (f"Moved {inline(cite(memory))} ({inline(memory.get('category'))}/"
                 f"{inline(memory.get('key'))}) to "
                 "the trash. It leaves recall and search; `restore` brings it back.")
 
@@ -302,8 +302,7 @@ def build_server(client_for: ClientFactory, *, log_level: str = "WARNING") -> MC
     async def restore(ctx: Context, memory_id: MemoryId) -> str:
         async with api(ctx) as client:
             memory = await client.restore(memory_id)
-        return f"Restored {memory.get('id', memory_id)} from the trash:\n" + \
-            format_memory(memory)
+        return f"Restored {inline(cite(memory))} from the trash:\n" + format_memory(memory)
 
     server.add_tool(restore, name="restore", title="Restore a memory", annotations=writes,
                     structured_output=False, description=(

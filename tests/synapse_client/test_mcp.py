@@ -164,7 +164,7 @@ def test_forget_moves_the_memory_to_the_trash_and_out_of_recall(connect, alice_k
             return forgotten, await session.call_tool("recall", {})
 
     forgotten, recalled = run(scenario)
-    assert f"Moved {memory.id}" in text_of(forgotten)
+    assert f"Moved {memory.id}@v1 (" in text_of(forgotten)
     assert memory.id not in text_of(recalled)
     memory.refresh_from_db()
     assert memory.deleted_at is not None

@@ -19,7 +19,7 @@ def test_forgotten_memory_is_restored(connect, alice_key, remember):
             return restored, await session.call_tool("recall", {})
 
     restored, recalled = anyio.run(scenario)
-    assert text_of(restored).startswith(f"Restored {memory.id} from the trash:")
+    assert text_of(restored).startswith(f"Restored {memory.id}@v1 from the trash:")
     assert f"[{memory.id}@v1] fact/pet" in text_of(recalled)
     memory.refresh_from_db()
     assert memory.deleted_at is None
