@@ -13,6 +13,7 @@ import os
 import random
 import re
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -57,7 +58,9 @@ def stdio_timings(url: str, key: str, calls: list[tuple[str, dict]], repeat: int
 
     params = StdioServerParameters(
         command=str(Path(sys.executable).parent / "synapse-mcp"),
-        env={"SYNAPSE_URL": url, "SYNAPSE_MIND_KEY": key, "PATH": os.environ["PATH"]})
+        # Its agent instance id goes to a folder of the benchmark's, not the user's.
+        env={"SYNAPSE_URL": url, "SYNAPSE_MIND_KEY": key, "PATH": os.environ["PATH"],
+             "SYNAPSE_CONFIG_DIR": tempfile.mkdtemp(prefix="synapse-bench-config-")})
 
     async def run() -> list[list[float]]:
         results = []
