@@ -1,0 +1,270 @@
+"""POST /memory/reset: the hard purge of one scope, through DRF's test client.
+
+Alice's mind holds, under ``projects/x``, memories whose content, keys, tags and sub-paths
+carry MARK (episodes with neighbours, an updated memory with versions, credentials, an
+idempotent store, one in the trash, one purged earlier, a compacted cluster) and, outside
+it, a control memory. After the reset, every text, JSON, array and tsvector column of
+every table of the database is searched for MARK: 0 hits; the control's rows are
+byte-identical; a peer's sync of the old memories does not bring them back.
+"""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from memories.context import rebuild_all_contexts
+from memories.embeddings import embed_batch
+from memories.models import AuditEvent, Memory, MemoryTombstone, MemoryVersion
+from memories.reset import key_hash
+from memories.services import memory_delete, memory_purge_trash, memory_store
+from minds.authentication import AgentPrincipal
+from minds.services import key_issue
+from tests.conftest import key_client
+
+pytestmark = pytest.mark.django_db
+
+MARK = "zqrst"
+T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+TEXT_TYPES = ("text", "character varying", "character", "json", "jsonb", "ARRAY", "tsvector")
+
+
+def residual_hits(needles: list[str]) -> list[tuple[str, str, str]]:
+    """(table, column, needle) for every row of every table holding one of ``needles``."""
+    hits = []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = 'public' AND data_type = ANY(%s) ORDER BY 1, 2",
+            [list(TEXT_TYPES)])
+        columns = cursor.fetchall()
+        assert ("memories_memory", "context_vector") in columns  # the scan covers tsvectors
+        for table, column in columns:
+            for needle in needles:
+                cursor.execute(
+                    f'SELECT count(*) FROM "{table}" WHERE "{column}"::text ILIKE %s',  # noqa: S608
+                    [f"%{needle}%"])
+                if cursor.fetchone()[0]:
+                    hits.append((table, column, needle))
+    return hits
+
+
+def row_text(table: str, where: str, value: str) -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(f'SELECT t::text FROM "{table}" t WHERE {where} = %s ORDER BY t::text',  # noqa: S608
+                       [value])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def control_rows(memory_id: str) -> dict:
+    return {table: row_text(table, column, memory_id) for table, column in (
+        ("memories_memory", "id"), ("memories_memoryversion", "memory_id"),
+        ("memories_auditevent", "memory_id"))}
+
+
+def reset(client, path="projects/x", confirm=None, mind=None, **body):
+    url = "/memory/reset" + (f"?mind={mind.id}" if mind else "")
+    return client.post(url, {"path": path, "confirm": path if confirm is None else confirm,
+                             **body}, format="json")
+
+
+@pytest.fixture
+def scope(alice_mind, alice_key, agent, remember):
+    """The memories under projects/x (all carrying MARK) and a control outside it."""
+    made = {}
+    for n in range(3):
+        made[f"turn_{n}"] = remember(
+            category="context", key=f"{MARK}_turn_{n}", content=f"{MARK} turn {n} of the talk",
+            memory_type="episodic", path="projects/x/talk", occurred_at=T0 + timedelta(hours=n),
+            tags=[f"{MARK}-tag"])
+    made["updated"] = remember(key=f"{MARK}_updated", content=f"first {MARK} words",
+                               path=f"projects/x/{MARK}-sub")
+    response = agent.put(f"/memory/{made['updated'].id}",
+                           {"content": f"second {MARK} words"}, format="json")
+    assert response.status_code == 200, response.content
+    made["secret"] = remember(category="credentials", key=f"{MARK}_password",
+                              content=f"hunter2-{MARK}", path="projects/x")
+    response = agent.post("/memory", {"category": "fact", "key": f"{MARK}_idem",
+                                      "content": f"once {MARK}", "path": "projects/x"},
+                          format="json", HTTP_IDEMPOTENCY_KEY=f"{MARK}-idempotency")
+    assert response.status_code == 201, response.content
+    made["idem"] = Memory.objects.get(pk=response.json()["id"])
+    principal = AgentPrincipal(key=alice_key[0])
+    gone = remember(key=f"{MARK}_purged", content=f"purged {MARK}", path="projects/x")
+    memory_delete(memory=gone, actor=principal)
+    memory_purge_trash(older_than=timezone.now() + timedelta(seconds=1))
+    made["purged_id"] = gone.id
+    made["trashed"] = remember(key=f"{MARK}_trashed", content=f"trashed {MARK}",
+                               path="projects/x")
+    memory_delete(memory=made["trashed"], actor=principal)
+    for key in ("dark", "dark_again"):
+        made[key] = remember(category="preference", key=f"{MARK}_{key}", path="projects/x",
+                             content=f"The user prefers dark mode {MARK} in every editor.")
+    made["control"] = memory_store(mind=alice_mind, actor=principal, category="fact",
+                                   key="control", content="The control stays", path="projects/y",
+                                   tags=["kept"]).memory
+    embed_batch(limit=100)
+    compacted = agent.post("/memory/compact", {"category": "preference"}, format="json")
+    assert compacted.status_code == 200, compacted.content
+    assert Memory.objects.filter(superseded_by__isnull=False).count() == 2
+    rebuild_all_contexts()
+    return made
+
+
+def test_a_reset_leaves_no_row_holding_the_scopes_words_or_keys(human, alice_mind, scope):
+    assert residual_hits([MARK])  # the scan finds what is there
+    control = control_rows(scope["control"].id)
+    response = reset(human, mind=alice_mind)
+    assert response.status_code == 200, response.content
+    counts = response.json()["counts"]
+    # 3 turns, updated, secret, idem, trashed, 2 compacted originals and their summary
+    assert counts["memories"] == 10
+    assert counts["versions"] == 11  # the updated memory has 2
+    assert counts["tombstones"] == 10 and counts["tombstones_scrubbed"] == 1
+    assert counts["idempotency_records"] == 1
+    assert residual_hits([MARK]) == []
+    assert control_rows(scope["control"].id) == control
+    assert not Memory.objects.filter(path__startswith="projects/x").exists()
+    event = AuditEvent.objects.get(mind=alice_mind, action="reset")
+    assert event.details == {"path": "projects/x", "memory_type": "", "category": "",
+                             "counts": counts}
+    assert event.actor_type == "user"
+
+
+def test_episodes_left_on_the_timeline_get_their_context_rebuilt(agent, human, alice_mind,
+                                                                 remember, scope):
+    kept = remember(category="note", key="kept_turn", content="kept turn between them",
+                    memory_type="episodic", path="projects/x/talk",
+                    occurred_at=T0 + timedelta(minutes=30))
+    rebuild_all_contexts()
+    kept.refresh_from_db()
+    assert scope["turn_0"].id in kept.context_ids
+    response = reset(human, mind=alice_mind, category="context")
+    assert response.status_code == 200, response.content
+    assert response.json()["counts"]["memories"] == 3
+    kept.refresh_from_db()
+    assert kept.context_ids == [kept.id]
+    assert MARK not in str(kept.context_vector)
+    assert Memory.objects.filter(key=f"{MARK}_updated").exists()  # another category
+
+
+def test_only_the_type_asked_for_goes(human, alice_mind, scope):
+    response = reset(human, mind=alice_mind, memory_type="episodic")
+    assert response.json()["counts"]["memories"] == 3
+    assert not Memory.objects.filter(memory_type="episodic").exists()
+    assert Memory.objects.filter(pk=scope["updated"].id).exists()
+
+
+def test_a_peer_cannot_push_a_reset_memory_back(agent, human, alice_mind, scope):
+    old = agent.get("/memory/diff?path=projects/x").json()
+    copies = [item for item in old["added"] + old["updated"] if item["key"].startswith(MARK)
+              and item["category"] != "credentials"]
+    assert len(copies) >= 5
+    assert reset(human, mind=alice_mind).status_code == 200
+    later = (timezone.now() + timedelta(hours=1)).isoformat()
+    pushed = [{**item, "updated_at": later} for item in copies]
+    renamed = [{**item, "id": "mem_brandnew1", "updated_at": later} for item in copies[:1]]
+    response = agent.post("/memory/sync", {"memories": pushed + renamed}, format="json")
+    assert response.status_code == 200, response.content
+    result = response.json()
+    assert result["added"] == result["updated"] == 0
+    assert len(result["conflicts"]) == len(pushed) + 1
+    assert {conflict["reason"] for conflict in result["conflicts"]} == {"reset"}
+    assert not Memory.objects.filter(key__startswith=MARK).exists()
+    # The diff a peer pulls says they are gone, by id, without any text.
+    deleted = agent.get("/memory/diff").json()["deleted"]
+    by_id = {item["id"]: item for item in deleted}
+    assert scope["turn_0"].id in by_id and scope["purged_id"] in by_id
+    assert by_id[scope["turn_0"].id]["reset"] is True
+    assert (by_id[scope["turn_0"].id]["key"], by_id[scope["turn_0"].id]["category"]) == ("", "")
+    assert MARK not in str(deleted)
+
+
+def test_a_key_stored_again_after_the_reset_syncs_as_usual(agent, human, alice_mind, scope):
+    assert reset(human, mind=alice_mind).status_code == 200
+    again = agent.post("/memory", {"category": "fact", "key": f"{MARK}_idem",
+                                   "content": "new words", "path": "projects/x"}, format="json")
+    assert again.status_code == 201
+    later = (timezone.now() + timedelta(hours=1)).isoformat()
+    response = agent.post("/memory/sync", {"memories": [
+        {"category": "fact", "key": f"{MARK}_idem", "content": "newer words",
+         "updated_at": later}]}, format="json")
+    assert response.json()["updated"] == 1
+
+
+def test_reset_tombstones_hold_only_the_id_and_a_keyed_hash(human, alice_mind, scope):
+    assert reset(human, mind=alice_mind).status_code == 200
+    tombstone = MemoryTombstone.objects.get(pk=scope["secret"].id)
+    assert (tombstone.category, tombstone.key, tombstone.path) == ("", "", "projects/x")
+    assert tombstone.key_hash == key_hash(alice_mind, "credentials", f"{MARK}_password")
+    assert tombstone.key_hash != key_hash("mind_other", "credentials", f"{MARK}_password")
+
+
+def test_audit_entries_of_the_scope_are_scrubbed(human, alice_mind, scope):
+    ids = [scope["updated"].id, scope["trashed"].id]
+    actions = sorted(AuditEvent.objects.filter(memory_id__in=ids)
+                     .values_list("action", "actor_type"))
+    assert reset(human, mind=alice_mind).status_code == 200
+    events = AuditEvent.objects.filter(memory_id__in=ids)
+    assert sorted(events.values_list("action", "actor_type")) == actions
+    assert {str(event.details) for event in events} == {"{'scrubbed': 'reset'}"}
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"confirm": "projects/y"}, "confirm"),
+    ({"confirm": ""}, "confirm"),
+    ({"path": "", "confirm": "/"}, "path"),
+    ({"path": "/", "confirm": "/"}, "path"),
+])
+def test_a_wrong_confirmation_or_the_root_is_a_400_and_nothing_is_done(human, alice_mind,
+                                                                      scope, body, field):
+    before = Memory.objects.count(), MemoryVersion.objects.count(), AuditEvent.objects.count()
+    response = human.post(f"/memory/reset?mind={alice_mind.id}",
+                          {"path": "projects/x", **body}, format="json")
+    assert response.status_code == 400
+    assert field in response.json()["error"]["fields"]
+    assert (Memory.objects.count(), MemoryVersion.objects.count(),
+            AuditEvent.objects.count()) == before
+
+
+def test_agents_need_the_minds_permission(agent, alice_mind, scope):
+    response = reset(agent)
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "reset_not_allowed"
+    assert Memory.objects.filter(path__startswith="projects/x").count() == 10
+    alice_mind.agents_may_reset = True
+    alice_mind.save()
+    response = reset(agent)
+    assert response.status_code == 200, response.content
+    assert AuditEvent.objects.get(action="reset").actor_type == "key"
+
+
+def test_read_keys_may_not_reset(reader, alice_mind, scope):
+    alice_mind.agents_may_reset = True
+    alice_mind.save()
+    assert reset(reader).status_code == 403
+    assert Memory.objects.filter(path__startswith="projects/x").count() == 10
+
+
+def test_a_path_scoped_key_resets_only_within_its_paths(alice, alice_mind, scope):
+    alice_mind.agents_may_reset = True
+    alice_mind.save()
+    scoped = key_client(key_issue(mind=alice_mind, name="scoped", created_by=alice,
+                                  paths=["projects/x/talk"])[1])
+    outside = reset(scoped)
+    assert outside.status_code == 403
+    assert outside.json()["error"]["code"] == "path_out_of_scope"
+    inside = reset(scoped, path="projects/x/talk")
+    assert inside.status_code == 200, inside.content
+    assert inside.json()["counts"]["memories"] == 3
+    assert Memory.objects.filter(pk=scope["updated"].id).exists()
+
+
+def test_another_minds_scope_is_out_of_reach(bob_agent, bob_mind, alice_mind, scope):
+    bob_mind.agents_may_reset = True
+    bob_mind.save()
+    response = reset(bob_agent)
+    assert response.status_code == 200
+    assert response.json()["counts"]["memories"] == 0
+    assert Memory.objects.filter(path__startswith="projects/x").count() == 10
