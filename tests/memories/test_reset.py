@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
+from django.test import Client
 from django.utils import timezone
 
 from memories.context import rebuild_all_contexts
@@ -267,4 +268,69 @@ def test_another_minds_scope_is_out_of_reach(bob_agent, bob_mind, alice_mind, sc
     response = reset(bob_agent)
     assert response.status_code == 200
     assert response.json()["counts"]["memories"] == 0
+    assert Memory.objects.filter(path__startswith="projects/x").count() == 10
+
+
+# -- Who may: the mind's setting, through the human API, the settings page and the admin ---
+
+def test_the_owner_allows_agents_through_the_mind_api(human, agent, alice_mind, scope):
+    assert human.get(f"/minds/{alice_mind.id}").json()["agents_may_reset"] is False
+    response = human.patch(f"/minds/{alice_mind.id}", {"agents_may_reset": True},
+                           format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["agents_may_reset"] is True
+    assert reset(agent).status_code == 200
+    assert agent.patch(f"/minds/{alice_mind.id}", {"agents_may_reset": False},
+                       format="json").status_code in (401, 403)
+
+
+def test_the_settings_page_allows_agents(owner, ui, alice_mind):
+    page = owner.get(ui("settings"))
+    assert 'name="agents_may_reset"' in page.content.decode()
+    response = owner.post(ui("settings"), {"name": alice_mind.name,
+                                           "unverified_in_recall": "marked",
+                                           "search_language": "english",
+                                           "agents_may_reset": "on"})
+    assert response.status_code == 302
+    alice_mind.refresh_from_db()
+    assert alice_mind.agents_may_reset is True
+
+
+def test_the_admin_shows_the_setting(staff, alice_mind):
+    page = staff.get(f"/admin/minds/mind/{alice_mind.id}/change/")
+    assert page.status_code == 200
+    assert 'name="agents_may_reset"' in page.content.decode()
+
+
+# -- The web UI form ------------------------------------------------------------------------
+
+def test_the_owner_resets_a_scope_from_the_ui_and_sees_the_counts(alice, ui, alice_mind, scope):
+    owner = Client(enforce_csrf_checks=True)
+    owner.force_login(alice)
+    page = owner.get(ui("reset"))
+    assert page.status_code == 200
+    token = page.cookies["csrftoken"].value
+    refused = owner.post(ui("reset"), {"path": "projects/x", "confirm": "projects/x"})
+    assert refused.status_code == 403  # no CSRF token
+    wrong = owner.post(ui("reset"), {"path": "projects/x", "confirm": "projects/y",
+                                     "csrfmiddlewaretoken": token})
+    assert wrong.status_code == 400
+    assert "nothing was purged" in wrong.content.decode()
+    assert Memory.objects.filter(path__startswith="projects/x").count() == 10
+    done = owner.post(ui("reset"), {"path": "projects/x", "confirm": "projects/x",
+                                    "memory_type": "episodic", "csrfmiddlewaretoken": token},
+                      follow=True)
+    assert done.status_code == 200
+    assert "Reset projects/x: purged 3 memories and 3 versions" in done.content.decode()
+    assert not Memory.objects.filter(memory_type="episodic").exists()
+
+
+def test_the_ui_refuses_the_root_and_other_peoples_minds(owner, ui, bob_mind, alice_mind,
+                                                         scope):
+    root = owner.post(ui("reset"), {"path": "/", "confirm": "/"})
+    assert root.status_code == 400
+    assert "not offered" in root.content.decode()
+    foreign = owner.post(f"/ui/minds/{bob_mind.id}/reset", {"path": "projects/x",
+                                                            "confirm": "projects/x"})
+    assert foreign.status_code == 404
     assert Memory.objects.filter(path__startswith="projects/x").count() == 10
