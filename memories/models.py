@@ -455,7 +455,10 @@ class MemoryTombstone(models.Model):
     updated_at = models.DateTimeField()
     purged_at = models.DateTimeField(default=timezone.now)
     change_txid = models.BigIntegerField(null=True, blank=True, editable=False)
-    # Set on the tombstones of a scope reset only (see above); blank otherwise.
+    # A scope reset's tombstone (see above). ``key_hash`` is blank on other tombstones,
+    # and on a reset tombstone restored from another instance's export (its hash was
+    # keyed with that instance's secret: only the id is known here).
+    reset = models.BooleanField(default=False)
     key_hash = models.CharField(max_length=64, blank=True, default="")
 
     objects = TombstoneQuerySet.as_manager()
@@ -475,7 +478,7 @@ class MemoryTombstone(models.Model):
 
     @property
     def is_reset(self) -> bool:
-        return bool(self.key_hash)
+        return self.reset
 
 
 class IdempotentRequest(models.Model):

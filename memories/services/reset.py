@@ -102,19 +102,20 @@ def memory_reset(*, mind: Mind, actor, path: str, memory_type: str | None = None
                           .values_list("pk", flat=True)) if ids else []
         # Tombstones: the purged memories' own, and those of memories purged earlier from
         # the trash under the scope (they hold the key and path in clear), lose their text.
-        old = MemoryTombstone.objects.for_mind(mind).filter(under_any([path]), key_hash="")
+        old = MemoryTombstone.objects.for_mind(mind).filter(under_any([path]), reset=False)
         if category:
             old = old.filter(category=category)
         old = list(old.select_for_update().order_by("id"))
         for tombstone in old:
             tombstone.key_hash = key_hash(mind, tombstone.category, tombstone.key)
+            tombstone.reset = True
             tombstone.category = tombstone.key = ""
             tombstone.path, tombstone.updated_at = path, now
-        MemoryTombstone.objects.bulk_update(old, ["key_hash", "category", "key", "path",
-                                                  "updated_at"])
+        MemoryTombstone.objects.bulk_update(old, ["reset", "key_hash", "category", "key",
+                                                  "path", "updated_at"])
         counts["tombstones_scrubbed"] = len(old)
         MemoryTombstone.objects.bulk_create([
-            MemoryTombstone(id=memory_id, mind=mind, category="", key="", path=path,
+            MemoryTombstone(id=memory_id, mind=mind, category="", key="", path=path, reset=True,
                             key_hash=key_hash(mind, rows[memory_id][1], rows[memory_id][2]),
                             deleted_at=now, updated_at=now) for memory_id in ids])
         counts["tombstones"] = len(ids)

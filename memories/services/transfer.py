@@ -131,13 +131,12 @@ def _reset_matches(mind: Mind, changes: list[sync.Change]) -> set[str]:
     ids = {change.id for change in changes if change.id and not change.deleted}
     hashes = {_hash_of(mind, change): change for change in changes if not change.deleted}
     found = set()
-    for tomb_id, tomb_hash in (MemoryTombstone.objects.filter(mind=mind)
-                               .exclude(key_hash="")
+    for tomb_id, tomb_hash in (MemoryTombstone.objects.filter(mind=mind, reset=True)
                                .filter(Q(pk__in=ids) | Q(key_hash__in=hashes))
                                .values_list("pk", "key_hash")):
         if tomb_id in ids:
             found.add(tomb_id)
-        if tomb_hash in hashes:
+        if tomb_hash and tomb_hash in hashes:
             change = hashes[tomb_hash]
             if not Memory.objects.filter(mind=mind, category=change.category, key=change.key,
                                          deleted_at__isnull=True).exists():
@@ -406,7 +405,8 @@ def _restore_backup(*, mind: Mind, actor, stage: Stage, provenance: Provenance) 
         MemoryTombstone.objects.bulk_create([
             MemoryTombstone(id=new_id[item["id"]], mind=mind, category=item["category"],
                             key=item["key"], path=item["path"], deleted_at=item["deleted_at"],
-                            updated_at=item["updated_at"]) for _kind, item in batch])
+                            updated_at=item["updated_at"], reset=item["reset"])
+            for _kind, item in batch])
         tombstones += len(batch)
     return {"memories": restored, "versions": versions_restored, "tombstones": tombstones,
             "skipped_redacted": skipped_redacted, "ids_reassigned": reassigned}

@@ -8,6 +8,7 @@ every table of the database is searched for MARK: 0 hits; the control's rows are
 byte-identical; a peer's sync of the old memories does not bring them back.
 """
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -21,7 +22,7 @@ from memories.models import AuditEvent, Memory, MemoryTombstone, MemoryVersion
 from memories.reset import key_hash
 from memories.services import memory_delete, memory_purge_trash, memory_store
 from minds.authentication import AgentPrincipal
-from minds.services import key_issue
+from minds.services import key_issue, mind_create
 from tests.conftest import key_client
 
 pytestmark = pytest.mark.django_db
@@ -334,3 +335,42 @@ def test_the_ui_refuses_the_root_and_other_peoples_minds(owner, ui, bob_mind, al
                                                             "confirm": "projects/x"})
     assert foreign.status_code == 404
     assert Memory.objects.filter(path__startswith="projects/x").count() == 10
+
+
+# -- Peers: a pulled reset tombstone applies; exports carry them without text ---------------
+
+def test_a_peer_applies_a_reset_tombstone_by_id(agent, alice_mind, scope):
+    """The diff's reset tombstone, pushed as it came to the instance that holds a copy
+    (here: the control, standing for the peer's copy of a reset memory), deletes it."""
+    later = (timezone.now() + timedelta(hours=1)).isoformat()
+    tombstone = {"id": scope["control"].id, "category": "", "key": "", "path": "projects/y",
+                 "deleted_at": later, "updated_at": later, "reset": True}
+    response = agent.post("/memory/sync", {"added": [], "updated": [], "deleted": [tombstone],
+                                           "cursor": "tx1", "has_more": False}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["deleted"] == 1
+    scope["control"].refresh_from_db()
+    assert scope["control"].deleted_at is not None
+    no_id = agent.post("/memory/sync", {"deleted": [{**tombstone, "id": None}]},
+                       format="json")
+    assert no_id.status_code == 400
+    blank = agent.post("/memory/sync", {"deleted": [{**tombstone, "reset": False}]},
+                       format="json")
+    assert blank.status_code == 400
+
+
+def test_an_export_carries_reset_tombstones_without_text_and_imports(human, alice, alice_mind,
+                                                                    scope):
+    assert reset(human, mind=alice_mind).status_code == 200
+    export = human.get(f"/memory/mind-export?mind={alice_mind.id}")
+    assert export.status_code == 200
+    body = b"".join(export.streaming_content)
+    assert MARK.encode() not in body
+    document = json.loads(body)
+    assert {item["reset"] for item in document["tombstones"]} == {True}
+    target = mind_create(owner=alice, name="Restored")
+    response = human.post(f"/memory/mind-import?mind={target.id}", document, format="json")
+    assert response.status_code == 200, response.content
+    restored = MemoryTombstone.objects.filter(mind=target, reset=True)
+    assert restored.count() == 11
+    assert set(restored.values_list("category", "key", "key_hash")) == {("", "", "")}
