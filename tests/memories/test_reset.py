@@ -374,3 +374,64 @@ def test_an_export_carries_reset_tombstones_without_text_and_imports(human, alic
     restored = MemoryTombstone.objects.filter(mind=target, reset=True)
     assert restored.count() == 11
     assert set(restored.values_list("category", "key", "key_hash")) == {("", "", "")}
+
+
+# -- Copied content elsewhere, and all or nothing --------------------------------------------
+
+def test_admin_log_entries_of_the_scope_go(human, alice, alice_mind, scope):
+    from django.contrib.admin.models import CHANGE, LogEntry
+    from django.contrib.contenttypes.models import ContentType
+
+    memory = scope["updated"]
+    LogEntry.objects.create(user=alice, content_type=ContentType.objects.get_for_model(Memory),
+                            object_id=memory.id, object_repr=str(memory), action_flag=CHANGE,
+                            change_message=f"Changed {memory.key}")
+    version = MemoryVersion.objects.filter(memory=memory).first()
+    LogEntry.objects.create(user=alice,
+                            content_type=ContentType.objects.get_for_model(MemoryVersion),
+                            object_id=str(version.pk), object_repr=str(version),
+                            action_flag=CHANGE, change_message=f"Viewed {memory.key}")
+    response = reset(human, mind=alice_mind)
+    assert response.json()["counts"]["admin_log_entries"] == 2
+    assert residual_hits([MARK]) == []
+
+
+def test_a_summary_moved_out_of_the_scope_goes_with_its_originals(human, alice_mind, scope):
+    summary = Memory.objects.get(source="system", path="projects/x")
+    Memory.objects.filter(pk=summary.pk).update(path="projects/elsewhere")
+    response = reset(human, mind=alice_mind, category="preference")
+    assert response.json()["counts"]["memories"] == 3  # two originals and their summary
+    assert not Memory.objects.filter(pk=summary.pk).exists()
+
+
+def test_an_original_outside_the_scope_comes_back_when_its_summary_goes(human, alice_mind,
+                                                                        scope):
+    original = Memory.objects.filter(superseded_by__isnull=False).first()
+    Memory.objects.filter(pk=original.pk).update(path="projects/kept")
+    summary_id = original.superseded_by_id
+    response = reset(human, mind=alice_mind, category="preference")
+    assert response.json()["counts"]["originals_restored"] == 1
+    original.refresh_from_db()
+    assert (original.superseded_at, original.superseded_by_id) == (None, None)
+    assert not Memory.objects.filter(pk=summary_id).exists()
+
+
+def test_a_reset_that_fails_half_way_changes_nothing(human, alice_mind, scope, monkeypatch):
+    def snapshot():
+        with connection.cursor() as cursor:
+            rows = {}
+            for table in ("memories_memory", "memories_memoryversion", "memories_auditevent",
+                          "memories_memorytombstone", "memories_idempotentrequest"):
+                cursor.execute(f'SELECT t::text FROM "{table}" t ORDER BY 1')  # noqa: S608
+                rows[table] = cursor.fetchall()
+            return rows
+
+    before = snapshot()
+
+    def broken(**kwargs):
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr("memories.services.reset.record_event", broken)
+    with pytest.raises(RuntimeError):
+        reset(human, mind=alice_mind)
+    assert snapshot() == before
