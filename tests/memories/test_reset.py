@@ -19,6 +19,7 @@ from django.utils import timezone
 from memories.context import rebuild_all_contexts
 from memories.embeddings import embed_batch
 from memories.models import AuditEvent, Memory, MemoryTombstone, MemoryVersion
+from memories.quotas import Usage, mind_usage
 from memories.reset import key_hash
 from memories.services import memory_delete, memory_purge_trash, memory_store
 from minds.authentication import AgentPrincipal
@@ -435,3 +436,11 @@ def test_a_reset_that_fails_half_way_changes_nothing(human, alice_mind, scope, m
     with pytest.raises(RuntimeError):
         reset(human, mind=alice_mind)
     assert snapshot() == before
+
+
+def test_the_quota_counters_give_back_what_was_purged(human, alice_mind, scope):
+    from tests.memories.test_quotas import counted
+
+    assert mind_usage(alice_mind) == counted(alice_mind)
+    assert reset(human, mind=alice_mind).status_code == 200
+    assert mind_usage(alice_mind) == counted(alice_mind) != Usage()
