@@ -444,3 +444,12 @@ def test_the_quota_counters_give_back_what_was_purged(human, alice_mind, scope):
     assert mind_usage(alice_mind) == counted(alice_mind)
     assert reset(human, mind=alice_mind).status_code == 200
     assert mind_usage(alice_mind) == counted(alice_mind) != Usage()
+
+
+def test_resets_count_as_writes_for_the_rate_limit(settings, human, alice_mind):
+    from tests.security.test_limits import LOW_RATES, assert_throttled
+
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": LOW_RATES}
+    for _attempt in range(2):
+        assert reset(human, mind=alice_mind).status_code == 200
+    assert_throttled(reset(human, mind=alice_mind))
