@@ -424,7 +424,14 @@ def _memories(memories_data: Iterator) -> Iterator[dict]:
 def _tombstones(tombstones_data: Iterator) -> Iterator[dict]:
     for position, raw in enumerate(tombstones_data):
         reader = _Reader(raw, f"tombstones[{position}]")
-        yield {"id": reader.memory_id(),
+        if reader.boolean("reset", default=False):
+            # A scope reset's tombstone: the id, no text (memories.reset).
+            yield {"id": reader.memory_id(), "category": "", "key": "", "reset": True,
+                   "path": reader.memory_path() or "",
+                   "deleted_at": reader.timestamp("deleted_at", required=True),
+                   "updated_at": reader.timestamp("updated_at", required=True)}
+            continue
+        yield {"id": reader.memory_id(), "reset": False,
                "category": reader.choice("category", Category.values),
                "key": reader.line("key", max_length=200),
                "path": reader.memory_path() or "",

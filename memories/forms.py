@@ -170,3 +170,27 @@ class VersionForm(forms.Form):
 
 class RevertForm(forms.Form):
     version = forms.IntegerField(min_value=1)
+
+
+class ResetForm(forms.Form):
+    """Resetting a scope (a hard purge) asks for the path, typed out twice."""
+
+    path = PathField(label="Path",
+                     widget=forms.TextInput(attrs={"placeholder": "e.g. projects/old-client"}),
+                     help_text="Every memory at this path and below it.")
+    memory_type = forms.ChoiceField(required=False, label="Only of type",
+                                    choices=_ANY + list(MemoryType.choices))
+    category = forms.ChoiceField(required=False, label="Only of category",
+                                 choices=_ANY + list(Category.choices))
+    confirm = forms.CharField(label="Type the path again to confirm", max_length=1000,
+                              strip=True)
+
+    def clean(self):
+        data = super().clean()
+        path = data.get("path")
+        if not path and "path" not in self.errors:
+            self.add_error("path", "Choose a path below the root; resetting a whole mind is "
+                                   "not offered.")
+        elif path and (data.get("confirm") or "").strip("/").lower() != path:
+            self.add_error("confirm", "That is not the same path; nothing was purged.")
+        return data

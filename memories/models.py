@@ -438,7 +438,12 @@ class TombstoneQuerySet(models.QuerySet):
 
 class MemoryTombstone(models.Model):
     """What is left of a memory purged from the trash: enough for sync to know it was
-    deleted (and never bring it back with an older copy)."""
+    deleted (and never bring it back with an older copy).
+
+    A scope reset (memories.services.reset) leaves a tombstone without text: blank
+    ``category`` and ``key``, ``key_hash`` (memories.reset.key_hash: HMAC-SHA256 of the
+    category and key, keyed per mind from SECRET_KEY) and, as ``path``, the prefix the
+    owner reset (never the memory's own path). Sync refuses any copy it matches."""
 
     id = models.CharField(primary_key=True, max_length=40, editable=False)
     mind = models.ForeignKey(Mind, on_delete=models.CASCADE, related_name="tombstones")
@@ -450,6 +455,11 @@ class MemoryTombstone(models.Model):
     updated_at = models.DateTimeField()
     purged_at = models.DateTimeField(default=timezone.now)
     change_txid = models.BigIntegerField(null=True, blank=True, editable=False)
+    # A scope reset's tombstone (see above). ``key_hash`` is blank on other tombstones,
+    # and on a reset tombstone restored from another instance's export (its hash was
+    # keyed with that instance's secret: only the id is known here).
+    reset = models.BooleanField(default=False)
+    key_hash = models.CharField(max_length=64, blank=True, default="")
 
     objects = TombstoneQuerySet.as_manager()
 
@@ -457,10 +467,18 @@ class MemoryTombstone(models.Model):
         indexes = [
             models.Index(fields=["mind", "change_txid"], name="tombstone_mind_change_txid"),
             models.Index(fields=["mind", "category", "key"], name="tombstone_mind_key"),
+            models.Index(fields=["mind", "key_hash"], name="tombstone_mind_key_hash",
+                         condition=~Q(key_hash="")),
         ]
 
     def __str__(self) -> str:
+        if self.is_reset:
+            return f"{self.id} (reset)"
         return f"{self.category}/{self.key} (purged)"
+
+    @property
+    def is_reset(self) -> bool:
+        return self.reset
 
 
 class IdempotentRequest(models.Model):

@@ -119,6 +119,11 @@ def memory_payload(memory: Memory, *, reveal: bool) -> dict:
 
 
 def tombstone_payload(record: Memory | MemoryTombstone) -> dict:
+    if isinstance(record, MemoryTombstone) and record.is_reset:
+        # A scope reset's tombstone: the id, no text (docs/api.md, "Scope reset").
+        return {"id": record.id, "category": "", "key": "", "path": record.path,
+                "deleted_at": format_timestamp(record.deleted_at),
+                "updated_at": format_timestamp(record.updated_at), "reset": True}
     return {"id": record.id, "category": record.category, "key": record.key,
             "path": record.path, "deleted_at": format_timestamp(record.deleted_at),
             "updated_at": format_timestamp(record.updated_at)}

@@ -26,6 +26,7 @@ from memories.forms import (
     MemoryFilterForm,
     MemoryForm,
     PlaceFilterForm,
+    ResetForm,
     RevertForm,
     TimelineForm,
     VersionForm,
@@ -46,6 +47,7 @@ from memories.services import (
     OccurredAtNotEpisodic,
     VersionConflict,
     memory_delete,
+    memory_reset,
     memory_restore,
     memory_revert,
     memory_set_verified,
@@ -582,3 +584,28 @@ class StatsView(MemoryPageView):
                           for size, (width, height) in TIMELINE_SIZES.items()},
             "added": sum(added for _day, _total, added in points),
         })
+
+
+class ResetView(MemoryPageView):
+    """Reset a scope: every memory under a path (optionally of one type or category)
+    purged for good, with the path typed again; the counts shown afterwards."""
+
+    tab = "settings"
+
+    def get(self, request, mind_id, form=None):
+        return self.render("memories/reset.html", {"form": form or ResetForm()},
+                           status=400 if form is not None else 200)
+
+    def post(self, request, mind_id):
+        form = ResetForm(request.POST)
+        if not form.is_valid():
+            return self.get(request, mind_id, form=form)
+        data = form.cleaned_data
+        counts = memory_reset(mind=self.mind, actor=request.user, path=data["path"],
+                              memory_type=data["memory_type"] or None,
+                              category=data["category"] or None)
+        messages.success(request, (
+            f"Reset {data['path']}: purged {counts['memories']} memories and "
+            f"{counts['versions']} versions; {counts['tombstones']} tombstones keep sync from "
+            f"bringing them back; {counts['audit_events_scrubbed']} audit entries scrubbed."))
+        return redirect("ui:reset", mind_id=self.mind.id)

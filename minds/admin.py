@@ -91,8 +91,8 @@ class SingleLineNameAdmin(admin.ModelAdmin):
 class MindAdmin(OwnMindsOnly, SingleLineNameAdmin):
     owner_path = "owner"
     list_display = ["name", "id", "owner", "unverified_in_recall", "search_language",
-                    "memory_count", "created_at"]
-    list_filter = ["unverified_in_recall", "search_language"]
+                    "agents_may_reset", "memory_count", "created_at"]
+    list_filter = ["unverified_in_recall", "search_language", "agents_may_reset"]
     list_select_related = ["owner"]
     search_fields = ["name", "id", "owner__username"]
     ordering = ["-created_at"]
@@ -116,7 +116,7 @@ class MindAdmin(OwnMindsOnly, SingleLineNameAdmin):
     def get_fields(self, request, obj=None):
         fields = ["owner", "name", "unverified_in_recall", "search_language"]
         # Set by mind_update when the language changes, cleared by the embedding worker.
-        return fields if obj is None else [*fields, "reindex_pending"]
+        return fields if obj is None else [*fields, "agents_may_reset", "reindex_pending"]
 
     def get_readonly_fields(self, request, obj=None):
         return ["owner", "reindex_pending"] if obj is not None else []

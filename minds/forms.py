@@ -27,6 +27,10 @@ class MindSettingsForm(forms.Form):
         label="Search language", choices=Mind._meta.get_field("search_language").choices,
         help_text="Keyword search stems words in this language and ignores accents; changing "
                   "it re-indexes this mind's memories in the background.")
+    agents_may_reset = forms.BooleanField(
+        required=False, label="Let agents reset a scope",
+        help_text="Write Mind Keys may then purge every memory under a path for good "
+                  "(POST /memory/reset), within their paths. You always may.")
 
 
 class MindDeleteForm(forms.Form):

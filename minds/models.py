@@ -48,6 +48,9 @@ class Mind(models.Model):
         max_length=20, default="english",
         choices=[(language, language.capitalize()) for language in SEARCH_LANGUAGES])
     reindex_pending = models.BooleanField(default=False, editable=False)
+    # Whether a write Mind Key may reset a scope of this mind (POST /memory/reset, a hard
+    # purge): off by default; the owner may always.
+    agents_may_reset = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 

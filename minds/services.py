@@ -79,13 +79,14 @@ def mind_create(*, owner, name: str,
     return mind
 
 
-MIND_SETTINGS = ("name", "unverified_in_recall", "search_language")
+MIND_SETTINGS = ("name", "unverified_in_recall", "search_language", "agents_may_reset")
 KEY_SETTINGS = ("name", "scope", "expires_at")
 
 
 @transaction.atomic
 def mind_update(*, mind: Mind, actor=None, **fields) -> Mind:
-    """Rename a mind or change its settings (name, unverified_in_recall, search_language);
+    """Rename a mind or change its settings (name, unverified_in_recall, search_language,
+    agents_may_reset);
     audited. A new language re-indexes the mind's memories through the embedding worker
     (memories.text_search)."""
     from memories.audit import record_event

@@ -137,7 +137,8 @@ class MindSettingsView(MindView):
     def get(self, request, mind_id, form=None, delete_form=None):
         form = form or MindSettingsForm(initial={
             "name": self.mind.name, "unverified_in_recall": self.mind.unverified_in_recall,
-            "search_language": self.mind.search_language})
+            "search_language": self.mind.search_language,
+            "agents_may_reset": self.mind.agents_may_reset})
         invalid = bool((form and form.errors) or (delete_form and delete_form.errors))
         return self.render("minds/settings.html", {
             "form": form, "delete_form": delete_form or MindDeleteForm(mind=self.mind),

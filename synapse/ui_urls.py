@@ -27,6 +27,7 @@ urlpatterns = [
     path(f"{mind}/trash", memory_views.TrashView.as_view(), name="trash"),
     path(f"{mind}/stats", memory_views.StatsView.as_view(), name="stats"),
     path(f"{mind}/activity", memory_views.ActivityView.as_view(), name="activity"),
+    path(f"{mind}/reset", memory_views.ResetView.as_view(), name="reset"),
     path(f"{mind}/keys", mind_views.KeysView.as_view(), name="keys"),
     path(f"{mind}/keys/<str:key_id>/revoke", mind_views.KeyRevokeView.as_view(),
          name="key-revoke"),

@@ -26,6 +26,7 @@ from memories.services.memory import (
     memory_update,
     recorded_by,
 )
+from memories.services.reset import ResetNotAllowed, RootReset, memory_reset
 from memories.services.transfer import ImportRejected, SyncResult, memory_sync, mind_import
 from memories.services.verification import (
     VersionConflict,
@@ -38,9 +39,11 @@ from memories.services.verification import (
 __all__ = [
     "CompactedCluster", "CredentialsContentRequired", "CredentialsNotRotated",
     "IdempotencyConflict", "IdempotentAnswer", "ImportRejected", "MemoryConflict",
-    "OccurredAtNotEpisodic", "StoreResult", "SyncResult", "VersionConflict", "agent_source",
+    "OccurredAtNotEpisodic", "ResetNotAllowed", "RootReset", "StoreResult", "SyncResult",
+    "VersionConflict", "agent_source",
     "credentials_rotate",
     "memory_bulk_delete", "memory_compact", "memory_delete", "memory_purge_trash",
+    "memory_reset",
     "memory_restore", "memory_revert", "memory_set_verified", "memory_store",
     "memory_store_once", "memory_sync", "memory_trash_many", "memory_uncompact",
     "memory_unverify_many", "memory_update", "memory_verify_many", "mind_import",

@@ -18,6 +18,7 @@ from memories.models import (
     Source,
 )
 from memories.quotas import charging, content_bytes, ledger_for
+from memories.reset import key_hash
 from memories.services.memory import (
     MemoryConflict,
     PathOutOfScope,
@@ -93,9 +94,17 @@ def _apply_changes(*, mind: Mind, actor, changes: list[sync.Change], result: Syn
                    provenance: Provenance) -> None:
     """Apply ``changes``, which come in change order (memories.staging.Stage)."""
     ledger = ledger_for(mind.pk)
+    reset = _reset_matches(mind, changes)
     for change in changes:
         if change.redacted:
             result.skipped_redacted += 1
+            continue
+        if not change.deleted and (change.id in reset or _hash_of(mind, change) in reset):
+            # A memory purged by a scope reset never comes back (docs/api.md).
+            result.conflicts.append({
+                "id": change.id, "category": change.category, "key": change.key,
+                "reason": "reset",
+                "message": "This memory was purged by a scope reset here."})
             continue
         try:
             with ledger.savepoint():
@@ -109,6 +118,30 @@ def _apply_changes(*, mind: Mind, actor, changes: list[sync.Change], result: Syn
             # A path-scoped key syncs only memories under its prefixes (docs/api.md).
             result.conflicts.append({"id": change.id, "category": change.category,
                                      "key": change.key, "reason": str(refusal)})
+
+
+def _hash_of(mind: Mind, change: sync.Change) -> str:
+    return key_hash(mind, change.category, change.key)
+
+
+def _reset_matches(mind: Mind, changes: list[sync.Change]) -> set[str]:
+    """The ids and key hashes among ``changes`` that a scope reset's tombstone holds,
+    except a (category, key) a live memory here holds again since (stored after the
+    reset: a peer's copy of that one is an ordinary change)."""
+    ids = {change.id for change in changes if change.id and not change.deleted}
+    hashes = {_hash_of(mind, change): change for change in changes if not change.deleted}
+    found = set()
+    for tomb_id, tomb_hash in (MemoryTombstone.objects.filter(mind=mind, reset=True)
+                               .filter(Q(pk__in=ids) | Q(key_hash__in=hashes))
+                               .values_list("pk", "key_hash")):
+        if tomb_id in ids:
+            found.add(tomb_id)
+        if tomb_hash and tomb_hash in hashes:
+            change = hashes[tomb_hash]
+            if not Memory.objects.filter(mind=mind, category=change.category, key=change.key,
+                                         deleted_at__isnull=True).exists():
+                found.add(tomb_hash)
+    return found
 
 
 def _apply_change(*, mind: Mind, actor, change: sync.Change, result: SyncResult,
@@ -372,7 +405,8 @@ def _restore_backup(*, mind: Mind, actor, stage: Stage, provenance: Provenance) 
         MemoryTombstone.objects.bulk_create([
             MemoryTombstone(id=new_id[item["id"]], mind=mind, category=item["category"],
                             key=item["key"], path=item["path"], deleted_at=item["deleted_at"],
-                            updated_at=item["updated_at"]) for _kind, item in batch])
+                            updated_at=item["updated_at"], reset=item["reset"])
+            for _kind, item in batch])
         tombstones += len(batch)
     return {"memories": restored, "versions": versions_restored, "tombstones": tombstones,
             "skipped_redacted": skipped_redacted, "ids_reassigned": reassigned}

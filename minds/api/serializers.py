@@ -114,12 +114,16 @@ class MindSerializer(serializers.ModelSerializer):
         help_text="True while the embedding worker re-indexes the memories after a change "
                   "of search_language; until then keyword search may miss words stemmed "
                   "the old way.")
+    agents_may_reset = serializers.BooleanField(
+        read_only=True, help_text="Whether a write Mind Key may reset a scope "
+                                  "(POST /memory/reset).")
     created_at = TimestampField(read_only=True)
     updated_at = TimestampField(read_only=True)
 
     class Meta:
         model = Mind
         fields = ["id", "name", "unverified_in_recall", "search_language", "reindex_pending",
+                  "agents_may_reset",
                   "memories", "unverified", "keys", "created_at", "updated_at"]
         read_only_fields = fields
 
@@ -150,6 +154,10 @@ class MindUpdateSerializer(StrictSerializer):
                   "hidden: they stay out of recall until a human verifies them.")
     search_language = serializers.ChoiceField(choices=SEARCH_LANGUAGES, required=False,
                                               help_text=SEARCH_LANGUAGE_HELP)
+    agents_may_reset = serializers.BooleanField(
+        required=False, help_text="Let write Mind Keys reset a scope of this mind "
+                                  "(POST /memory/reset, a hard purge); default false. The "
+                                  "owner always may.")
 
     def validate(self, attrs):
         if not attrs:

@@ -6,7 +6,8 @@ from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
 from memories.api.schema import AGENT_HELP, DEVICE_HELP, INSTANCE_HELP
-from memories.api.serializers.memory import MemorySerializer, PlaceFilters
+from memories.api.serializers.memory import MemorySerializer, PathField, PlaceFilters
+from memories.models import Category, MemoryType
 from synapse.api import DurationField, PageQuery, PageSerializer, StrictSerializer
 
 BULK_DELETE_MAX = 1000
@@ -141,3 +142,34 @@ BULK_DELETE_RESULT = inline_serializer("BulkDeleteResult", {
     "count": serializers.IntegerField(),
     "deleted": serializers.ListField(child=serializers.CharField()),
     "not_found": serializers.ListField(child=serializers.CharField())})
+
+
+class ResetSerializer(StrictSerializer):
+    """POST /memory/reset: the scope to purge, and the path typed again to confirm."""
+
+    path = PathField(help_text="The path to purge, with everything below it; not the root "
+                               "(a whole-mind reset is not offered).")
+    confirm = serializers.CharField(max_length=1000, trim_whitespace=True,
+                                    help_text="The path typed again; anything else: 400, "
+                                              "nothing purged.")
+    memory_type = serializers.ChoiceField(choices=MemoryType.choices, required=False)
+    category = serializers.ChoiceField(choices=Category.choices, required=False)
+
+    def validate(self, data):
+        if not data["path"]:
+            raise serializers.ValidationError(
+                {"path": ["A reset needs a path below the root; resetting a whole mind is "
+                          "not offered."]}, code="root_reset")
+        confirm = data["confirm"].strip().strip("/").lower()
+        if confirm != data["path"]:
+            raise serializers.ValidationError(
+                {"confirm": ["Type the path again, exactly, to confirm the reset."]},
+                code="confirm_mismatch")
+        return data
+
+
+RESET_RESULT = inline_serializer("ResetResult", {
+    "path": serializers.CharField(), "memory_type": serializers.CharField(),
+    "category": serializers.CharField(),
+    "counts": serializers.DictField(child=serializers.IntegerField(),
+                                    help_text="Rows purged or scrubbed, per table.")})

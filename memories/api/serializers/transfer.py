@@ -66,8 +66,14 @@ class SyncMemorySerializer(StrictSerializer):
     """One memory state from another instance (the diff's and the export's shape)."""
 
     id = serializers.RegexField(r"^mem_[A-Za-z0-9]{1,36}$", required=False)
-    category = serializers.ChoiceField(choices=Category.choices)
-    key = serializers.CharField(max_length=MAX_KEY_LENGTH, validators=[validate_key])
+    # Blank only in a scope reset's tombstone (``reset``): it carries no text.
+    category = serializers.ChoiceField(choices=Category.choices, allow_blank=True)
+    key = serializers.CharField(max_length=MAX_KEY_LENGTH, validators=[validate_key],
+                                allow_blank=True)
+    reset = serializers.BooleanField(
+        default=False, help_text="A scope reset's tombstone (a deletion with the id and "
+                                 "no category, key or text): the copy with this id is "
+                                 "deleted.")
     content = serializers.CharField(min_length=1, max_length=MAX_CONTENT,
                                     trim_whitespace=False, required=False)
     content_redacted = serializers.BooleanField(default=False)
@@ -96,6 +102,17 @@ class SyncMemorySerializer(StrictSerializer):
                                           help_text="Ignored: ids are local.")
     mind_id = serializers.CharField(required=False,
                                     help_text="Ignored: the target is always your mind.")
+
+    def validate(self, data):
+        if data["reset"]:
+            if not data.get("id"):
+                raise serializers.ValidationError({"id": ["A reset tombstone needs the id."]})
+            return data
+        blank = {name: ["This field may not be blank."] for name in ("category", "key")
+                 if not data[name]}
+        if blank:
+            raise serializers.ValidationError(blank)
+        return data
 
     def to_change(self, data: dict, *, deleted: bool) -> Change:
         deleted = deleted or data["deleted_at"] is not None
@@ -182,6 +199,9 @@ def _sync_change(name: str, position: int, raw) -> Change:
         message = ("A tombstone needs deleted_at or updated_at." if name == "deleted"
                    else "This field is required.")
         raise exceptions.ValidationError({f"{name}[{position}].{field_name}": [message]})
+    if item["reset"] and name != "deleted" and item["deleted_at"] is None:
+        raise exceptions.ValidationError(
+            {f"{name}[{position}].reset": ["Only a deletion may be a reset tombstone."]})
     if name != "deleted" and item["deleted_at"] is None and "content" not in item:
         raise exceptions.ValidationError(
             {f"{name}[{position}].content": ["This field is required."]})

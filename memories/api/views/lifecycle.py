@@ -11,9 +11,11 @@ from memories.api.serializers.lifecycle import (
     BULK_DELETE_RESULT,
     EXPIRING_LIST,
     EXPIRING_WINDOW,
+    RESET_RESULT,
     TRASH_LIST,
     BulkDeleteSerializer,
     ExpiringQuery,
+    ResetSerializer,
     RevertSerializer,
     VersionDetailSerializer,
     VersionDiffQuery,
@@ -25,7 +27,13 @@ from memories.api.serializers.memory import MemorySerializer
 from memories.diff import payload_changes
 from memories.export import version_payload
 from memories.models import MemoryVersion
-from memories.services import MemoryConflict, memory_bulk_delete, memory_restore, memory_revert
+from memories.services import (
+    MemoryConflict,
+    memory_bulk_delete,
+    memory_reset,
+    memory_restore,
+    memory_revert,
+)
 from synapse.api import CONFLICT, MIND_PARAMETER, Conflict, PageQuery, page_of
 
 
@@ -170,3 +178,25 @@ class LifecycleActions:
                                                 ids=serializer.validated_data["ids"],
                                                 provenance=self.provenance)
         return Response({"count": len(deleted), "deleted": deleted, "not_found": not_found})
+
+    @extend_schema(operation_id="memory_reset", request=ResetSerializer,
+                   parameters=[MIND_PARAMETER, *PROVENANCE_HEADERS],
+                   responses={200: RESET_RESULT, **ERRORS}, tags=["lifecycle"])
+    @action(detail=False, methods=["post"])
+    def reset(self, request):
+        """Purge for good every memory at ``path`` or below it (of ``memory_type`` and
+        ``category`` when given): current, trashed, superseded and expired alike, with
+        their versions and everything that copied their words (docs/api.md, "Scope
+        reset"); ``confirm`` must repeat the path. Tombstones without text keep sync from
+        bringing them back. Mind Keys: a write key, on a mind that allows it
+        (``agents_may_reset``; else 403 ``reset_not_allowed``), within its paths (403
+        ``path_out_of_scope``)."""
+        body = ResetSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        options = body.validated_data
+        counts = memory_reset(mind=self.mind, actor=request.user, path=options["path"],
+                              memory_type=options.get("memory_type"),
+                              category=options.get("category"), provenance=self.provenance)
+        return Response({"path": options["path"],
+                         "memory_type": options.get("memory_type", ""),
+                         "category": options.get("category", ""), "counts": counts})
