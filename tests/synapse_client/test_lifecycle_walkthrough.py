@@ -2,7 +2,9 @@
 agents through the MCP endpoint and the owner through the human API, every receipt exact:
 agent A remembers a preference under a path (@v1); agent B, another instance, recalls it
 and cites @v1; the owner corrects it (@v2, parent v1, a diff Orion → Polaris); the next
-recall selects v2 only; `forget` moves it to the trash and search finds nothing."""
+recall selects v2 only; `forget` moves it to the trash and search finds nothing; a scope
+reset of the path leaves no row holding its words or key in any table, and a peer's sync
+push of the old memory does not bring it back."""
 
 from contextlib import asynccontextmanager
 
@@ -14,8 +16,9 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from rest_framework_simplejwt.tokens import RefreshToken
 
-from memories.models import Memory, MemoryVersion
+from memories.models import Memory, MemoryTombstone, MemoryVersion
 from minds.services import key_issue
+from tests.memories.test_reset import residual_hits
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -98,6 +101,13 @@ def test_the_lifecycle_walkthrough(synapse_server, alice, alice_mind, alice_key)
         f"[{memory.id}@v2] preference/meeting_room (NORMAL) [verified] path={PATH}\n"
         "  Team meetings are in Room Polaris\n")
 
+    # A peer (another instance syncing this mind) holds the current copy.
+    agent_b = httpx.Client(base_url=url, timeout=60,
+                           headers={"Authorization": f"Bearer {key_b}", **AGENT_B})
+    peer_copy = next(item for item in agent_b.get("/memory/diff", params={"path": PATH}).json()[
+        "added"] if item["id"] == memory.id)
+    assert (peer_copy["version"], peer_copy["content"]) == (2, "Team meetings are in Room Polaris")
+
     # Forget moves it to the trash; search then finds nothing, in any mode.
     forgotten = mcp(key_a, AGENT_A, "forget", memory_id=memory.id)
     assert forgotten == (f"Moved {memory.id}@v2 (preference/meeting_room) to the trash. It "
@@ -107,3 +117,31 @@ def test_the_lifecycle_walkthrough(synapse_server, alice, alice_mind, alice_key)
         assert found == f"No memories match 'Room Polaris' ({mode} search)."
     assert owner.get("/memory/search", params={
         "mind": alice_mind.id, "q": "Polaris", "mode": "hybrid"}).json()["results"] == []
+
+    # The owner resets the project's scope: a hard purge, nothing left holding its words.
+    reset = owner.post("/memory/reset", params={"mind": alice_mind.id},
+                       json={"path": PATH, "confirm": PATH})
+    assert reset.status_code == 200, reset.text
+    # Its two versions go with it; its three audit events (store, update, trash) lose their
+    # details; its tombstone becomes a reset one.
+    assert reset.json() == {"path": PATH, "memory_type": "", "category": "", "counts": {
+        "memories": 1, "versions": 2, "tombstones": 1, "tombstones_scrubbed": 0,
+        "originals_restored": 0, "idempotency_records": 0, "admin_log_entries": 0,
+        "context_queue_rows": 0, "contexts_rebuilt": 0, "audit_events_scrubbed": 3}}
+    assert not Memory.objects.filter(pk=memory.id).exists()
+    assert residual_hits(["Room Orion", "Room Polaris", "meeting_room", "Team meetings"]) == []
+    tombstone = MemoryTombstone.objects.get(pk=memory.id)
+    assert (tombstone.reset, tombstone.category, tombstone.key) == (True, "", "")
+
+    # A peer's sync push of the old memory does not bring it back, by id or by key.
+    later = "2099-01-01T00:00:00Z"
+    pushed = agent_b.post("/memory/sync", json={"memories": [
+        {**peer_copy, "updated_at": later},
+        {**peer_copy, "id": "mem_peerscopy0000000001", "updated_at": later}]})
+    assert pushed.status_code == 200, pushed.text
+    result = pushed.json()
+    assert (result["added"], result["updated"]) == (0, 0)
+    assert [conflict["reason"] for conflict in result["conflicts"]] == ["reset", "reset"]
+    assert not Memory.objects.filter(mind=alice_mind, key="meeting_room").exists()
+    found = mcp(key_b, AGENT_B, "search", query="Room Polaris", mode="hybrid")
+    assert found == "No memories match 'Room Polaris' (hybrid search)."
