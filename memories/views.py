@@ -57,6 +57,7 @@ from memories.services import (
 from memories.stats import mind_stats
 from memories.timeline import neighbours, timeline, timeline_page
 from minds.views import MindView
+from synapse.provenance import CLAIM_FILTERS, claim_filters
 
 PAGE_SIZE = 25
 VERSIONS_PAGE_SIZE = 25
@@ -239,16 +240,22 @@ class MemoryCreateView(MemoryPageView):
 
 
 ACTIVITY_LIMIT = 20
-# The filters of the memory page's versions and activity and of the mind's activity page:
-# query parameter → field claimed by the writing request (synapse.provenance), as the
-# API's ?agent= and ?instance=.
-CLAIM_FILTERS = {"agent": "agent", "instance": "agent_instance"}
 # Audit actions as the memory page words them.
 ACTIONS = {"store": "stored it", "update": "edited it", "verify": "verified it",
            "unverify": "unverified it", "delete": "moved it to the trash",
            "bulk_delete": "moved it to the trash", "restore": "restored it",
            "revert": "reverted it", "sync": "synced it", "import": "imported it",
            "compact": "compacted it", "uncompact": "undid its compaction"}
+
+
+def claim_filter(request) -> tuple[dict, dict]:
+    """The ?agent= and ?instance= filters of the memory page's versions and activity and of
+    the mind's activity page (as the API's): the field lookups, and the template's
+    context of the filter form (memories/_claim_filter.html)."""
+    claimed = claim_filters(request.GET)
+    return claimed, {"claim_filter": {param: request.GET.get(param, "").strip()
+                                      for param in CLAIM_FILTERS},
+                     "claim_filtered": bool(claimed)}
 
 
 class ActivityView(MemoryPageView):
@@ -258,8 +265,7 @@ class ActivityView(MemoryPageView):
     tab = "activity"
 
     def get(self, request, mind_id):
-        claimed = {field: request.GET[param].strip() for param, field in CLAIM_FILTERS.items()
-                   if request.GET.get(param, "").strip()}
+        claimed, filter_form = claim_filter(request)
         events = AuditEvent.objects.filter(mind=self.mind, **claimed).order_by("-created_at",
                                                                               "-id")
         page = Paginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
@@ -274,9 +280,7 @@ class ActivityView(MemoryPageView):
             "events": [(event, ACTIONS.get(event.action, event.action.replace("_", " ")),
                         named.get(event.memory_id)) for event in page.object_list],
             "page": page, "page_query": params.urlencode(), "page_anchor": "",
-            "claim_filter": {param: request.GET.get(param, "").strip()
-                             for param in CLAIM_FILTERS},
-            "claim_filtered": bool(claimed)})
+            **filter_form})
 
 
 class MemoryDetailView(MemoryPageView):
@@ -287,8 +291,7 @@ class MemoryDetailView(MemoryPageView):
     def get(self, request, mind_id, memory_id):
         memory = self.get_memory(memory_id)
         # ?agent= and ?instance= keep the versions and activity whose request claimed them.
-        claimed = {field: request.GET[param].strip() for param, field in CLAIM_FILTERS.items()
-                   if request.GET.get(param, "").strip()}
+        claimed, filter_form = claim_filter(request)
         # A page of the history, newest first; the diff reads only the two versions it shows.
         page = Paginator(memory.versions.filter(**claimed).order_by("-version"),
                          VERSIONS_PAGE_SIZE).get_page(request.GET.get("page"))
@@ -323,9 +326,7 @@ class MemoryDetailView(MemoryPageView):
             "memory": memory, "content": _revealed(memory), "versions": page.object_list,
             "page": page, "page_query": params.urlencode(), "page_anchor": "versions",
             "newest_version": newest, "diff": diff,
-            "claim_filter": {param: request.GET.get(param, "").strip()
-                             for param in CLAIM_FILTERS},
-            "claim_filtered": bool(claimed),
+            **filter_form,
             "from_version": from_version, "to_version": to_version,
             "expired": memory.expires_at is not None and memory.expires_at <= now,
             "superseded_by": (self.memories().filter(pk=memory.superseded_by_id).first()

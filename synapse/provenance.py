@@ -33,6 +33,17 @@ class Provenance:
 
 NO_PROVENANCE = Provenance()
 
+# Lists of versions and audit events (API and web UI) filter by what the writing request
+# claimed: query parameter → field of MemoryVersion and AuditEvent.
+CLAIM_FILTERS = {"agent": "agent", "instance": "agent_instance"}
+
+
+def claim_filters(params: Mapping[str, str]) -> dict[str, str]:
+    """The field lookups of ``?agent=`` and ``?instance=`` in ``params`` (a validated
+    query or request.GET); a blank one filters nothing."""
+    return {field: str(params[name]).strip() for name, field in CLAIM_FILTERS.items()
+            if str(params.get(name) or "").strip()}
+
 
 class InvalidProvenance(ValueError):
     """A provenance header that breaks its format; ``header`` names it."""

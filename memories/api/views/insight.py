@@ -25,6 +25,7 @@ from memories.recall import display_content
 from memories.services import memory_compact, memory_uncompact
 from memories.stats import mind_stats
 from synapse.api import MIND_PARAMETER, MindAccess, WholeMind, page_of
+from synapse.provenance import claim_filters
 from synapse.timestamps import format_timestamp
 
 
@@ -40,11 +41,7 @@ class InsightActions:
         and the agent, instance and device the request claimed (``agent`` and
         ``instance`` keep the events that claimed them). A path-scoped Mind Key is refused
         (403 ``path_scoped_key``)."""
-        events = AuditEvent.objects.filter(mind=self.mind)
-        if "agent" in self.query:
-            events = events.filter(agent=self.query["agent"])
-        if "instance" in self.query:
-            events = events.filter(agent_instance=self.query["instance"])
+        events = AuditEvent.objects.filter(mind=self.mind, **claim_filters(self.query))
         if self.query.get("action"):
             events = events.filter(action=self.query["action"])
         if self.query.get("since"):

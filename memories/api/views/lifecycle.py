@@ -35,6 +35,7 @@ from memories.services import (
     memory_revert,
 )
 from synapse.api import CONFLICT, MIND_PARAMETER, Conflict, PageQuery, page_of
+from synapse.provenance import claim_filters
 
 
 class LifecycleActions:
@@ -51,11 +52,7 @@ class LifecycleActions:
         and ``instance`` keep the versions that claimed them. The owning mind reads
         credentials here as with GET."""
         memory = self.get_object(in_trash_too=True)
-        versions = MemoryVersion.objects.filter(memory=memory)
-        if "agent" in self.query:
-            versions = versions.filter(agent=self.query["agent"])
-        if "instance" in self.query:
-            versions = versions.filter(agent_instance=self.query["instance"])
+        versions = MemoryVersion.objects.filter(memory=memory, **claim_filters(self.query))
         versions, page = page_of(versions.order_by("version"), self.query)
         return Response({"id": memory.id, "current_version": memory.version, **page,
                          "versions": [version_payload(snapshot, reveal=True)
