@@ -82,6 +82,13 @@ RETURNING m.id
 """  # noqa: S608 - only the constant CONTEXT_WINDOW is formatted in
 
 
+def rebuild_now(cursor, ids: list[str]) -> set[str]:
+    """Rebuild (or clear) the contexts of ``ids`` in one statement; the ids done (one
+    that another transaction holds locked is skipped, one that is gone is not there)."""
+    cursor.execute(REBUILD_SQL, {"ids": ids})
+    return {row[0] for row in cursor.fetchall()}
+
+
 def rebuild_contexts(*, limit: int = 500) -> int:
     """Take up to ``limit`` queued memories, rebuild (or clear) their contexts in one
     statement, and return how many queue rows were done.
@@ -98,8 +105,7 @@ def rebuild_contexts(*, limit: int = 500) -> int:
         if not claimed:
             return 0
         ids = sorted(set(claimed))
-        cursor.execute(REBUILD_SQL, {"ids": ids})
-        done = {row[0] for row in cursor.fetchall()}
+        done = rebuild_now(cursor, ids)
         # Locked by a writer right now, or not found because it was purged: a purged
         # memory needs nothing; a locked one goes back in the queue.
         skipped = [memory_id for memory_id in ids if memory_id not in done]

@@ -8,7 +8,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memories.audit import record_event
-from memories.context import REBUILD_SQL
+from memories.context import rebuild_now
 from memories.models import (
     AuditEvent,
     ContextQueue,
@@ -152,8 +152,7 @@ def _rebuild(ids: list[str]) -> int:
     if not ids:
         return 0
     with connection.cursor() as cursor:
-        cursor.execute(REBUILD_SQL, {"ids": ids})
-        done = {row[0] for row in cursor.fetchall()}
+        done = rebuild_now(cursor, ids)
     missing = [memory_id for memory_id in ids if memory_id not in done]
     if missing:  # never: they are locked by this transaction; cleared to be sure
         Memory.objects.filter(pk__in=missing).update(context_vector=None, context_ids=[])
