@@ -37,6 +37,17 @@ def migrate(targets=None):
     return executor.loader.project_state(targets).apps
 
 
+def kept(rows_before: dict, rows_after: dict, new_columns: set):
+    """Each row of ``rows_before`` with its row of ``rows_after``, after checking that
+    every old column is as it was and ``new_columns`` were added (later migrations may add
+    more): (before, after) pairs for the checks of the new columns."""
+    for row_id, before in rows_before.items():
+        after = rows_after[row_id]
+        assert set(after) - set(before) >= new_columns
+        assert {name: after[name] for name in before} == before, before.get("key", row_id)
+        yield before, after
+
+
 def applied(app: str) -> set[str]:
     executor = MigrationExecutor(connection)
     return {name for label, name in executor.loader.applied_migrations if label == app}
@@ -137,10 +148,7 @@ def test_migration_0008_keeps_every_memory_and_derives_types_from_the_category(
     # Every old column of every row as it was; the new ones as derived.
     memories_after = rows("memories_memory")
     assert memories_after.keys() == memories_before.keys()
-    for memory_id, before in memories_before.items():
-        after = memories_after[memory_id]
-        assert set(after) - set(before) >= NEW_MEMORY_COLUMNS  # later migrations may add more
-        assert {name: after[name] for name in before} == before, before["key"]
+    for before, after in kept(memories_before, memories_after, NEW_MEMORY_COLUMNS):
         expected_type = "identity" if before["category"] == "identity" else "semantic"
         assert (after["memory_type"], after["path"], after["occurred_at"]) == (
             expected_type, "", None), before["key"]
@@ -149,20 +157,14 @@ def test_migration_0008_keeps_every_memory_and_derives_types_from_the_category(
 
     versions_after = rows("memories_memoryversion")
     assert versions_after.keys() == versions_before.keys()
-    for version_id, before in versions_before.items():
-        after = versions_after[version_id]
-        assert set(after) - set(before) >= NEW_VERSION_COLUMNS  # later migrations may add more
-        assert {name: after[name] for name in before} == before
+    for before, after in kept(versions_before, versions_after, NEW_VERSION_COLUMNS):
         expected_type = "identity" if before["category"] == "identity" else "semantic"
         assert (after["memory_type"], after["path"], after["occurred_at"]) == (
             expected_type, "", None)
 
     tombstones_after = rows("memories_memorytombstone")
     assert tombstones_after.keys() == tombstones_before.keys()
-    for tombstone_id, before in tombstones_before.items():
-        after = tombstones_after[tombstone_id]
-        assert set(after) - set(before) >= NEW_TOMBSTONE_COLUMNS  # later migrations may add more
-        assert {name: after[name] for name in before} == before
+    for _before, after in kept(tombstones_before, tombstones_after, NEW_TOMBSTONE_COLUMNS):
         assert after["path"] == ""
 
     # Through today's models: the types by category (the context memory is no episode).

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memories.crypto import encrypt
-from tests.memories.test_migration_0008 import applied, columns, migrate, rows
+from tests.memories.test_migration_0008 import applied, columns, kept, migrate, rows
 
 pytestmark = [pytest.mark.serial, pytest.mark.django_db(transaction=True)]
 
@@ -74,18 +74,12 @@ def test_migration_0012_keeps_every_version_and_event_with_blank_claims_and_pare
     assert rows("memories_memory") == memories_before
     versions_after = rows("memories_memoryversion")
     assert versions_after.keys() == versions_before.keys()
-    for version_id, before in versions_before.items():
-        after = versions_after[version_id]
-        assert set(after) - set(before) >= NEW_VERSION_COLUMNS  # later migrations may add more
-        assert {name: after[name] for name in before} == before
+    for before, after in kept(versions_before, versions_after, NEW_VERSION_COLUMNS):
         parent = before["version"] - 1 or None
         assert (after["agent"], after["agent_instance"], after["device"], after["parent"],
                 after["reverted_from"]) == ("", "", "", parent, None)
     events_after = rows("memories_auditevent")
-    for event_id, before in events_before.items():
-        after = events_after[event_id]
-        assert set(after) - set(before) >= NEW_EVENT_COLUMNS
-        assert {name: after[name] for name in before} == before
+    for _before, after in kept(events_before, events_after, NEW_EVENT_COLUMNS):
         assert (after["agent"], after["agent_instance"], after["device"]) == ("", "", "")
 
     # Read as before over the API, credentials included.
