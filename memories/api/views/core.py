@@ -73,7 +73,7 @@ class CoreActions:
                    responses={200: MemoryListSerializer, **ERRORS}, tags=["memory"])
     def list(self, request):
         """List memories (current versions, not in the trash), filtered and paginated."""
-        memories = self.filter_queryset(self.get_queryset().current())
+        memories = self.filter_queryset(self.get_queryset().current().without_vectors())
         page, counts = page_of(memories, self.query)
         return Response({**counts, "results": MemorySerializer(page, many=True).data})
 
