@@ -116,6 +116,20 @@ if PRODUCTION and not ALLOWED_HOSTS:
     raise ImproperlyConfigured("ALLOWED_HOSTS must be set in production")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# The origin agents and OAuth clients reach this server at (https://synapse.example.com):
+# the resource its OAuth tokens are issued for and the base of every URL it hands out
+# (synapse.origin). Unset, each request's own scheme and Host (fine on one host name).
+PUBLIC_URL = (env_str("SYNAPSE_PUBLIC_URL", "") or "").rstrip("/")
+if PUBLIC_URL:
+    from urllib.parse import urlsplit
+
+    _parts = urlsplit(PUBLIC_URL)
+    if _parts.scheme not in ("http", "https") or not _parts.netloc or _parts.path \
+            or _parts.query or _parts.fragment:
+        raise ImproperlyConfigured(
+            f"SYNAPSE_PUBLIC_URL must be an origin such as https://synapse.example.com "
+            f"(scheme and host, no path), not {PUBLIC_URL!r}")
+
 INSTALLED_APPS = [
     "synapse.apps.SynapseAdminConfig",  # django.contrib.admin, sign-in rate-limited
     "django.contrib.auth",
