@@ -18,7 +18,10 @@ REDACTED = "[redacted: credentials are only shown by GET /memory/{id}]"
 MIN_BLOCK_TOKENS = 8
 # Under a budget, stop looking for smaller memories that still fit after this many misses.
 MAX_CONSECUTIVE_MISSES = 200
-# Without a budget, a recall of more memories than this is streamed, in pieces of this many.
+# Without a budget, a recall of up to WHOLE_LIMIT memories is read in one query (no
+# cursor, and no count query: its rows are the counts) and answered whole; a larger one is
+# streamed over a server-side cursor, in pieces of STREAM_CHUNK memories.
+WHOLE_LIMIT = 2000
 STREAM_CHUNK = 500
 
 
@@ -60,6 +63,16 @@ def recall_items(memories, *, whole: bool = False) -> Iterable[RecallItem]:
     rows = memories.values_list(*RECALL_FIELDS)
     for row in (read_through(rows) if whole else rows.iterator(chunk_size=500)):
         yield RecallItem(*row)
+
+
+def read_whole(queryset, *, items: bool, limit: int = WHOLE_LIMIT) -> list:
+    """Up to ``limit + 1`` rows of ``queryset`` (in recall order) in one query, as
+    RecallItems (``items``) or as the queryset's own rows. One more than ``limit`` means
+    the recall is too large to hold: stream it instead (the caller reads it again over a
+    cursor, from the start: one snapshot, no memory shown twice or missed)."""
+    if items:
+        return [RecallItem(*row) for row in queryset.values_list(*RECALL_FIELDS)[:limit + 1]]
+    return list(queryset[:limit + 1])
 
 
 def read_through(queryset, chunk_size: int = 500) -> Iterator:

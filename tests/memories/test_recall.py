@@ -189,6 +189,7 @@ def test_recall_without_a_budget_streams_the_same_answer_in_pieces(
     whole = agent.get(f"/memory/recall?{query}")
     assert not whole.streaming  # nine memories: under the threshold, answered whole
     monkeypatch.setattr(recall, "STREAM_CHUNK", 2)
+    monkeypatch.setattr(recall, "WHOLE_LIMIT", 2)
     streamed = agent.get(f"/memory/recall?{query}")
     assert streamed.status_code == 200 and streamed.streaming
     pieces = list(streamed.streaming_content)
@@ -211,6 +212,7 @@ def test_streamed_recall_of_an_exact_number_of_pieces_ends_like_the_whole_one(
         remember(key=f"k{number}", content=f"c{number}")
     whole = agent.get("/memory/recall").content.decode()
     monkeypatch.setattr(recall, "STREAM_CHUNK", 2)
+    monkeypatch.setattr(recall, "WHOLE_LIMIT", 2)
     response = agent.get("/memory/recall")
     assert response.streaming
     assert b"".join(response.streaming_content).decode() == whole
@@ -329,6 +331,7 @@ def test_streamed_recall_with_a_path_names_it_and_counts_its_tokens(
     whole = agent.get("/memory/recall?path=projects&format=json").json()
     text = agent.get("/memory/recall?path=projects").content.decode()
     monkeypatch.setattr(recall, "STREAM_CHUNK", 2)
+    monkeypatch.setattr(recall, "WHOLE_LIMIT", 2)
     streamed = agent.get("/memory/recall?path=projects")
     assert streamed.streaming
     assert b"".join(streamed.streaming_content).decode() == text
@@ -340,11 +343,14 @@ def test_streamed_recall_with_a_path_names_it_and_counts_its_tokens(
 
 def test_a_narrowed_recall_reads_its_rows_in_order_and_restores_the_planner_setting(
         agent, placed, monkeypatch):
-    """Unbudgeted and narrowed, recall plans its cursor for every row (recall.read_through)
-    and puts the setting back: later cursors on the connection plan as before."""
+    """Unbudgeted, narrowed and too large to hold, recall plans its cursor for every row
+    (recall.read_through) and puts the setting back: later cursors on the connection plan
+    as before."""
     from django.db import connection
 
     from memories import recall
+
+    monkeypatch.setattr(recall, "WHOLE_LIMIT", 2)
 
     def fraction() -> str:
         with connection.cursor() as cursor:
@@ -362,15 +368,34 @@ def test_a_narrowed_recall_reads_its_rows_in_order_and_restores_the_planner_sett
     monkeypatch.setattr(recall, "read_through", watched)
     from memories.api.views import core
     monkeypatch.setattr(core, "read_through", watched)
-    text = agent.get("/memory/recall?path=projects").content.decode()
-    body = agent.get("/memory/recall?path=projects&format=json").json()
+    text = b"".join(agent.get("/memory/recall?path=projects").streaming_content).decode()
+    body = json.loads(b"".join(
+        agent.get("/memory/recall?path=projects&format=json").streaming_content))
     assert len(seen) == 2 and fraction() == before
     keys = [line.strip() for line in text.splitlines() if line.startswith("  ")][::2]
     assert keys == [memory["key"] for memory in body["memories"]]
     assert {memory["path"].split("/")[0] for memory in body["memories"]} == {"projects"}
-    agent.get("/memory/recall")
+    b"".join(agent.get("/memory/recall").streaming_content)
     agent.get("/memory/recall?path=projects&budget=500")
     assert len(seen) == 2  # the whole mind, and budgeted scans, keep the default plan
+
+
+@pytest.mark.parametrize("query", ["", "format=json", "path=projects", "path=projects&format=json"])
+def test_a_recall_small_enough_to_hold_is_one_query_of_its_memories(
+        agent, placed, query):
+    """Up to WHOLE_LIMIT memories: read in one query (no cursor, no count query, no planner
+    setting), counted from its rows; the key lookup and the rate limit are the others."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    agent.get("/memory/recall")  # the key's last-used minute is written once
+    with CaptureQueriesContext(connection) as queries:
+        response = agent.get(f"/memory/recall?{query}")
+    assert response.status_code == 200 and not response.streaming
+    reads = [q["sql"] for q in queries.captured_queries if "memories_memory" in q["sql"]]
+    assert len(reads) == 1 and "LIMIT" in reads[0] and "COUNT(" not in reads[0]
+    assert not any("cursor_tuple_fraction" in q["sql"] or "DECLARE" in q["sql"]
+                   for q in queries.captured_queries)
 
 
 # -- Low priority may be summarised ------------------------------------------------------------

@@ -32,6 +32,7 @@ from memories.recall import (
     build_recall,
     count_recall,
     read_through,
+    read_whole,
     recall_items,
     recall_memories,
     stream_text,
@@ -169,27 +170,40 @@ class CoreActions:
         memories = self.filter_queryset(recall_memories(mind))
         budget, path = query.get("budget"), query.get("path", "")
         as_json = query["format"] == "json"
-        # Unbudgeted and narrowed by a filter: every row of a small part of the mind is
-        # read, so the cursor is planned for that (recall.read_through).
-        whole = budget is None and bool(RECALL_FILTERS & request.query_params.keys())
+        limit = recall_module.WHOLE_LIMIT
         if query.get("q"):
             from memories.search import rank_for_recall
 
             ordered = rank_for_recall(mind=mind, memories=memories, query=query["q"])
-        elif as_json:
-            rows = memories.recall_order().without_vectors()
-            ordered = read_through(rows) if whole else rows.iterator(chunk_size=500)
+            if budget is None:
+                # Up to WHOLE_LIMIT memories are answered whole; past that the rest of the
+                # ranking is streamed after the head already read.
+                head = list(itertools.islice(ordered, limit + 1))
+                if len(head) > limit:
+                    return self._stream_everything(mind, count_recall(memories),
+                                                   itertools.chain(head, ordered),
+                                                   as_json=as_json, path=path)
+                ordered = head
+        elif budget is None:
+            rows = memories.recall_order()
+            rows = rows.without_vectors() if as_json else rows
+            ordered = read_whole(rows, items=not as_json)
+            if len(ordered) > limit:
+                # Too many to hold: counted, then read again from the start over a cursor,
+                # planned for reading every row when a filter narrows it to part of the
+                # mind (recall.read_through).
+                whole = bool(RECALL_FILTERS & request.query_params.keys())
+                if as_json:
+                    stream = read_through(rows) if whole else rows.iterator(chunk_size=500)
+                else:
+                    stream = recall_items(rows, whole=whole)
+                return self._stream_everything(mind, count_recall(memories), stream,
+                                               as_json=as_json, path=path)
         else:
-            ordered = recall_items(memories.recall_order(), whole=whole)
-        if budget is None:
-            # Up to STREAM_CHUNK memories are answered whole, with no count query; past
-            # that the rest is streamed after the head already read.
-            head = list(itertools.islice(ordered, recall_module.STREAM_CHUNK + 1))
-            if len(head) > recall_module.STREAM_CHUNK:
-                return self._stream_everything(mind, count_recall(memories),
-                                               itertools.chain(head, ordered), as_json=as_json,
-                                               path=path)
-            ordered = head
+            # A budgeted scan reads in recall order until nothing more fits.
+            rows = memories.recall_order()
+            ordered = (rows.without_vectors().iterator(chunk_size=500) if as_json
+                       else recall_items(rows))
         # A budgeted scan may stop early: the counts say how many it left out, ranked by
         # ``q`` or not.
         totals = count_recall(memories) if budget is not None else None
