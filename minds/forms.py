@@ -121,3 +121,11 @@ class SignInForm(RateLimitedSignIn, AuthenticationForm):
 
 class AdminSignInForm(RateLimitedSignIn, AdminAuthenticationForm):
     """The admin's sign-in (/admin/login/)."""
+
+
+class PasswordResetRequestForm(forms.Form):
+    """The address a reset link is mailed to (/ui/password-reset)."""
+
+    email = forms.EmailField(max_length=254, label="E-mail address",
+                             widget=forms.EmailInput(attrs={"autocomplete": "email",
+                                                            "autofocus": True}))

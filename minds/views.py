@@ -7,7 +7,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
+from django.urls import reverse, reverse_lazy
 from django.utils import timezone
 from django.utils.functional import cached_property
 from django.views import View
@@ -18,10 +18,12 @@ from minds.forms import (
     MindDeleteForm,
     MindForm,
     MindSettingsForm,
+    PasswordResetRequestForm,
     SignInForm,
     refuse_if_limited,
 )
 from minds.models import Mind
+from minds.passwords import mail_configured, password_reset_send, reset_wait
 from minds.services import (
     key_issue,
     key_revoke,
@@ -167,3 +169,49 @@ class MindDeleteView(MindSettingsView):
         mind_delete(mind=self.mind, actor=request.user)
         messages.success(request, f"Deleted {name} with all its memories and keys.")
         return redirect(reverse("ui:minds"))
+
+
+# -- Passwords: reset by e-mail, change (minds.passwords) --------------------------------------
+
+class PasswordResetView(View):
+    """Ask for a reset link by e-mail address: the same answer whether or not an account
+    has it; rate-limited per client address and per address asked for."""
+
+    template_name = "registration/password_reset_form.html"
+
+    def get(self, request):
+        return render(request, self.template_name, {"form": PasswordResetRequestForm(),
+                                                    "available": mail_configured()})
+
+    def post(self, request):
+        form = PasswordResetRequestForm(request.POST)
+        if not mail_configured():
+            return render(request, self.template_name, {"form": form, "available": False},
+                          status=503)
+        if not form.is_valid():
+            return render(request, self.template_name, {"form": form, "available": True},
+                          status=400)
+        email = form.cleaned_data["email"]
+        wait = reset_wait(request, email)
+        if wait is not None:
+            form.add_error(None, f"Too many reset requests. Try again in {wait} seconds.")
+            response = render(request, self.template_name, {"form": form, "available": True},
+                              status=429)
+            response["Retry-After"] = str(wait)
+            return response
+        password_reset_send(request, email)
+        return redirect("ui:password-reset-sent")
+
+
+class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
+    """The link of the e-mail: choose a new password (Django's view and token); every other
+    sign-in of the account ends (minds.passwords)."""
+
+    success_url = reverse_lazy("ui:password-reset-complete")
+
+
+class PasswordChangeView(auth_views.PasswordChangeView):
+    """Change the signed-in person's password: this browser stays signed in, every other
+    session and every JWT of theirs ends (minds.passwords)."""
+
+    success_url = reverse_lazy("ui:password-change-done")

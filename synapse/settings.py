@@ -293,6 +293,8 @@ REST_FRAMEWORK = {
         "login": env_str("SYNAPSE_RATE_LOGIN", "20/min"),
         # Password attempts on one username from one address (synapse.throttling).
         "login_username": env_str("SYNAPSE_RATE_LOGIN_USERNAME", "5/min"),
+        # Password-reset e-mails asked for from one address (each sends mail).
+        "password_reset": env_str("SYNAPSE_RATE_PASSWORD_RESET", "5/hour"),
     },
     # `format` is a recall option of ours, not DRF's renderer override.
     "URL_FORMAT_OVERRIDE": None,
@@ -318,6 +320,25 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
+
+# E-mail (password reset): through SMTP when EMAIL_HOST is set, else printed on the
+# console in development. In production without EMAIL_HOST nothing is sent: reset links are
+# secrets and never go to a log (minds.accounts.mail_configured).
+EMAIL_HOST = env_str("EMAIL_HOST", "") or ""
+EMAIL_BACKEND = ("django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
+                 else "django.core.mail.backends.console.EmailBackend")
+EMAIL_PORT = env_int("EMAIL_PORT", 587)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "") or ""
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "") or ""
+# STARTTLS on the submission port (587), TLS from the start on 465, unless told otherwise.
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", EMAIL_PORT == 587)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", EMAIL_PORT == 465)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL cannot both be true.")
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Synapse <synapse@localhost>")
+# How long a password-reset link works (Django's default is three days).
+PASSWORD_RESET_TIMEOUT = env_int("PASSWORD_RESET_TIMEOUT", 3600)
 
 SIMPLE_JWT = {
     "ACCESS_TOKEN_LIFETIME": timedelta(minutes=env_int("JWT_ACCESS_MINUTES", 15)),

@@ -92,6 +92,65 @@ class TokenPairSerializer(serializers.Serializer):
     refresh = serializers.CharField()
 
 
+def _new_password_errors(password: str, user) -> None:
+    try:
+        password_validation.validate_password(password, user=user)
+    except DjangoValidationError as error:
+        raise serializers.ValidationError({"new_password": list(error.messages)}) from None
+
+
+class PasswordChangeSerializer(StrictSerializer):
+    """``{"current_password", "new_password"}`` of the signed-in human (in the context)."""
+
+    current_password = serializers.CharField(max_length=512, trim_whitespace=False,
+                                             style={"input_type": "password"})
+    new_password = serializers.CharField(max_length=512, trim_whitespace=False,
+                                         style={"input_type": "password"})
+
+    def validate(self, attrs):
+        user = self.context["user"]
+        if not user.check_password(attrs["current_password"]):
+            raise serializers.ValidationError(
+                {"current_password": ["This is not the account's current password."]})
+        _new_password_errors(attrs["new_password"], user)
+        return attrs
+
+
+class PasswordResetSerializer(StrictSerializer):
+    email = serializers.EmailField(max_length=254)
+
+
+class PasswordResetConfirmSerializer(StrictSerializer):
+    """The ``uid`` and ``token`` of a reset link (``…/password-reset/<uid>/<token>``) and
+    the new password."""
+
+    uid = serializers.CharField(max_length=64)
+    token = serializers.CharField(max_length=128)
+    new_password = serializers.CharField(max_length=512, trim_whitespace=False,
+                                         style={"input_type": "password"})
+
+    def validate(self, attrs):
+        from django.contrib.auth.tokens import default_token_generator
+        from django.utils.http import urlsafe_base64_decode
+
+        try:
+            user_id = urlsafe_base64_decode(attrs["uid"]).decode()
+            user = get_user_model().objects.filter(pk=int(user_id), is_active=True).first()
+        except (ValueError, TypeError, UnicodeDecodeError, OverflowError):
+            user = None
+        if user is None or not default_token_generator.check_token(user, attrs["token"]):
+            raise serializers.ValidationError(
+                {"token": ["This reset link is not valid: it was used already, it has "
+                           "expired, or the password changed since. Ask for a new one."]})
+        _new_password_errors(attrs["new_password"], user)
+        attrs["user"] = user
+        return attrs
+
+
+class DetailSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+
+
 # -- Minds --------------------------------------------------------------------------------
 
 class MindSerializer(serializers.ModelSerializer):

@@ -10,6 +10,7 @@ from rest_framework_simplejwt.tokens import RefreshToken
 from rest_framework_simplejwt.views import TokenObtainPairView, TokenRefreshView
 
 from minds.api.serializers import (
+    DetailSerializer,
     IssuedMindKeySerializer,
     LoginSerializer,
     LogoutSerializer,
@@ -20,6 +21,9 @@ from minds.api.serializers import (
     MindKeySerializer,
     MindSerializer,
     MindUpdateSerializer,
+    PasswordChangeSerializer,
+    PasswordResetConfirmSerializer,
+    PasswordResetSerializer,
     RefreshSerializer,
     RegisteredSerializer,
     RegisterSerializer,
@@ -27,6 +31,7 @@ from minds.api.serializers import (
     UserSerializer,
 )
 from minds.models import Mind, MindKey
+from minds.passwords import mail_configured, password_change, password_reset_send, reset_wait
 from minds.services import (
     account_register,
     key_issue,
@@ -37,7 +42,7 @@ from minds.services import (
     minds_with_counts,
     registration_open,
 )
-from synapse.api import HUMAN_AUTH, HumanOnly, SynapseAPIView, error_responses
+from synapse.api import HUMAN_AUTH, HumanOnly, ServiceUnavailable, SynapseAPIView, error_responses
 from synapse.throttling import LoginAttemptThrottle, ScopeRateThrottle
 
 REALM = 'Bearer realm="synapse"'
@@ -130,6 +135,70 @@ class LogoutView(TokenRouteMixin, SynapseAPIView):
         except TokenError as error:
             raise InvalidToken(error.args[0]) from error
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+RESET_SENT = ("If an account has this address, a link to choose a new password is on its "
+              "way; it works once, for a limited time.")
+
+
+class PasswordChangeView(SynapseAPIView):
+    permission_classes = [HumanOnly]
+    # The current password is a password attempt: the sign-in budget.
+    throttle_scope = "login"
+
+    @extend_schema(operation_id="auth_password_change", auth=HUMAN_AUTH,
+                   request=PasswordChangeSerializer,
+                   responses={200: TokenPairSerializer, **TOKEN_ERRORS,
+                              403: ME_ERRORS[403]}, tags=["auth"])
+    def post(self, request):
+        """Change your password. Every JWT you hold (this one too) and every other browser
+        session ends; the answer is a new token pair. Mind Keys and agents' connections
+        keep working."""
+        serializer = PasswordChangeSerializer(data=request.data, context={"user": request.user})
+        serializer.is_valid(raise_exception=True)
+        password_change(user=request.user, new_password=serializer.validated_data["new_password"])
+        refresh = RefreshToken.for_user(request.user)
+        return Response({"access": str(refresh.access_token), "refresh": str(refresh)})
+
+
+class PasswordResetView(TokenRouteMixin, SynapseAPIView):
+    throttle_classes = ()  # reset_wait spends its budgets (per address and per mailbox)
+
+    @extend_schema(operation_id="auth_password_reset", request=PasswordResetSerializer,
+                   responses={202: DetailSerializer, **TOKEN_ERRORS,
+                              503: OpenApiResponse(description="E-mail is not set up on "
+                                                               "this server")},
+                   tags=["auth"])
+    def post(self, request):
+        """Mail a link to choose a new password to the accounts with this address. The
+        answer is the same whether or not one has it."""
+        if not mail_configured():
+            raise ServiceUnavailable("Password reset by e-mail is not set up on this server "
+                                     "(EMAIL_HOST); ask its administrator.")
+        serializer = PasswordResetSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        email = serializer.validated_data["email"]
+        wait = reset_wait(request, email)
+        if wait is not None:
+            raise exceptions.Throttled(wait)
+        password_reset_send(request, email)
+        return Response({"detail": RESET_SENT}, status=status.HTTP_202_ACCEPTED)
+
+
+class PasswordResetConfirmView(TokenRouteMixin, SynapseAPIView):
+    throttle_scope = "login"
+
+    @extend_schema(operation_id="auth_password_reset_confirm",
+                   request=PasswordResetConfirmSerializer,
+                   responses={200: DetailSerializer, **TOKEN_ERRORS}, tags=["auth"])
+    def post(self, request):
+        """Set a new password with the ``uid`` and ``token`` of a reset link; every sign-in
+        of the account ends, and the link stops working."""
+        serializer = PasswordResetConfirmSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        password_change(user=serializer.validated_data["user"],
+                        new_password=serializer.validated_data["new_password"])
+        return Response({"detail": "Password changed: sign in with it (POST /auth/login)."})
 
 
 class MeView(SynapseAPIView):

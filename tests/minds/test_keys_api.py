@@ -161,7 +161,8 @@ def test_a_read_only_key_reads(reader, remember):
 
 WRITE_METHODS = ("post", "put", "patch", "delete")
 # Token routes take credentials from the body and act on no mind.
-NOT_MIND_ROUTES = {"auth/register", "auth/login", "auth/refresh", "auth/logout"}
+NOT_MIND_ROUTES = {"auth/register", "auth/login", "auth/refresh", "auth/logout",
+                   "auth/password-reset", "auth/password-reset/confirm"}
 
 
 def api_write_routes(patterns=None, prefix=""):
