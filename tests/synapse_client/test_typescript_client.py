@@ -6,6 +6,7 @@ replay, 404 and 401 as typed exceptions, provenance recorded).
 `npm ci` runs once per package-lock.json (a stamp in node_modules says which), then
 `npm run build` and `node --test`. Without Node or npm the test fails saying so."""
 
+import fcntl
 import hashlib
 import json
 import os
@@ -21,7 +22,8 @@ import pytest
 
 from memories.models import MemoryVersion
 
-pytestmark = pytest.mark.slow
+# One worker installs, builds and runs Node (make test distributes by group).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("typescript-client")]
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "clients" / "typescript"
@@ -64,10 +66,14 @@ def tap_summary(output: str) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def node() -> str:
-    """Node, with the package installed (once per lock file) and built."""
+    """Node, with the package installed (once per lock file) and built. The lock keeps
+    two test processes from installing at once; the build is incremental, so it rewrites
+    nothing while another process runs the built tests."""
     node_path, npm_path = tools()
-    install(npm_path)
-    npm(npm_path, "run", "build")
+    with open(PACKAGE / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        install(npm_path)
+        npm(npm_path, "run", "build")
     return node_path
 
 
