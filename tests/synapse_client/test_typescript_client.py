@@ -80,9 +80,13 @@ def node() -> str:
 @pytest.mark.django_db(transaction=True)
 def test_the_typescript_client_passes_its_tests_against_a_live_server(
         node, synapse_server, alice_key, tmp_path):
+    from minds.services import key_issue
+
+    read_key = key_issue(mind=alice_key[0].mind, name="read agent", scope="read")[1]
     config = tmp_path / "config"
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
            "SYNAPSE_URL": synapse_server, "SYNAPSE_MIND_KEY": alice_key[1],
+           "SYNAPSE_TEST_READ_KEY": read_key,
            "SYNAPSE_AGENT": AGENT, "SYNAPSE_CONFIG_DIR": str(config)}
     files = sorted(str(path.relative_to(PACKAGE))
                    for path in (PACKAGE / "dist" / "test").glob("*.test.js"))

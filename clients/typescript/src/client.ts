@@ -286,7 +286,10 @@ export class SynapseClient {
   }
 
   private async json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    const response = await this.send(method, path, options);
+    return this.parse<T>(await this.send(method, path, options), path);
+  }
+
+  private async parse<T>(response: Response, path: string): Promise<T> {
     const text = await response.text();
     try {
       return JSON.parse(text) as T;
@@ -307,7 +310,7 @@ export class SynapseClient {
     if (options.agent) headers[AGENT_HEADER] = checkAgent(options.agent, "agent");
     if (options.agentInstance) headers[INSTANCE_HEADER] = checkInstance(options.agentInstance, "agent instance");
     const response = await this.send("POST", "/memory", { body: input, headers });
-    const answer = (await response.json()) as Omit<StoreResult, "idempotencyKey" | "replayed">;
+    const answer = await this.parse<Omit<StoreResult, "idempotencyKey" | "replayed">>(response, "/memory");
     return { ...answer, idempotencyKey, replayed: response.headers.get("Idempotent-Replayed") === "true" };
   }
 

@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { describe, test } from "node:test";
 
 import {
-  AuthenticationError, ConflictError, NotFoundError, SynapseClient, ValidationError,
+  AuthenticationError, ConflictError, NotFoundError, PermissionDeniedError, SynapseClient, ValidationError,
   type Memory, type VersionDetail,
 } from "../src/index.js";
 
@@ -98,6 +98,16 @@ describe("a live server", () => {
       && error.status === 401 && !error.message.includes("mk_not_a_real_key"));
     await assert.rejects(synapse.store({ category: "fact", content: "x", tags: Array(21).fill("t") }),
                          (error: unknown) => error instanceof ValidationError && "tags" in error.fields);
+  });
+
+  const readKey = process.env["SYNAPSE_TEST_READ_KEY"];
+  test("a read-only key may read but not write", {
+    skip: skip || (readKey ? false : "set SYNAPSE_TEST_READ_KEY to a read key of the same mind"),
+  }, async () => {
+    const reader = new SynapseClient({ key: readKey });
+    assert.ok((await reader.list({ path })).count >= 1);
+    await assert.rejects(reader.store({ category: "fact", content: "not allowed" }),
+                         (error: unknown) => error instanceof PermissionDeniedError && error.status === 403);
   });
 
   live("episodes: timeline and neighbours", async () => {
