@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install system-deps run serve worker test lint fuzz properties bench stop clean
+.PHONY: install system-deps run serve worker test lint fuzz properties bench stop clean typescript
 
 # torch goes first, pinned to 2.13.0 (the CPU wheel on our machines); the constraints
 # file keeps sentence-transformers from ever pulling a multi-GB CUDA build.
@@ -50,7 +50,9 @@ lint: install
 	$(BIN)/lint-imports
 
 # The suite runs on TEST_WORKERS processes (pytest-xdist; each worker on a throwaway cluster
-# of its own: tests/plugin.py), then the few `serial` tests run alone.
+# of its own: tests/plugin.py), then the few `serial` tests run alone. It includes the
+# TypeScript client's Node tests against a live server
+# (tests/synapse_client/test_typescript_client.py: needs Node 20+ and npm).
 TEST_WORKERS ?= auto
 test: install system-deps
 	$(BIN)/ruff check .
@@ -71,5 +73,11 @@ fuzz: install
 	SYNAPSE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/security/test_fuzz.py \
 		-q -s
 
+# The TypeScript client alone: install, build, its Node tests (the live ones need
+# SYNAPSE_URL and SYNAPSE_MIND_KEY; make test runs them against a server it starts).
+typescript:
+	cd clients/typescript && npm ci && npm test
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .import_linter_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .import_linter_cache \
+		clients/typescript/node_modules clients/typescript/dist
