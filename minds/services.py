@@ -239,8 +239,10 @@ def connection_create(*, mind: Mind, application, approved_by, write: bool,
 
 @transaction.atomic
 def connection_revoke(*, connection: OAuthConnection, actor=None) -> OAuthConnection:
-    """Revoke a connection: its access token is refused from the next request on (a 401),
-    its refresh token and any unused authorization code are deleted; audited once."""
+    """Revoke a connection: its access token is refused from the next request on (a 401
+    saying so: the token row stays, tied to the revoked connection, until DOT's
+    ``cleartokens`` sweeps it after expiry), its refresh token and any unused
+    authorization code are deleted; audited once."""
     from oauth2_provider.models import get_refresh_token_model
 
     from memories.audit import record_event
@@ -251,10 +253,8 @@ def connection_revoke(*, connection: OAuthConnection, actor=None) -> OAuthConnec
         locked.revoked_at = timezone.now()
         locked.save(update_fields=["revoked_at"])
         if locked.access_token_id is not None:
-            # Deleting the access token deletes nothing else; its refresh token goes too.
             get_refresh_token_model().objects.filter(
                 access_token_id=locked.access_token_id).delete()
-            locked.access_token.delete()
         if locked.grant_id is not None:
             locked.grant.delete()
         record_event(mind=locked.mind, actor=actor, action="connection_revoke",
