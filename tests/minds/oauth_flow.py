@@ -70,9 +70,10 @@ def exchange(authorization: Authorization, **overrides):
                          content_type="application/x-www-form-urlencoded")
 
 
-def connect(owner: Client, mind, **options) -> dict:
-    """Register, approve and exchange: the token response (access_token, refresh_token…)."""
-    client_id = register().json()["client_id"]
+def connect(owner: Client, mind, *, client_id: str = "", **options) -> dict:
+    """Register (unless ``client_id`` is given), approve and exchange: the token response
+    (access_token, refresh_token…)."""
+    client_id = client_id or register().json()["client_id"]
     response = exchange(approve(owner, client_id, mind, **options))
     assert response.status_code == 200, response.content
     return response.json()
