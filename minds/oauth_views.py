@@ -20,6 +20,7 @@ from django.views import View
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider.exceptions import OAuthToolkitError
+from oauth2_provider.http import OAuth2ResponseRedirect
 from oauth2_provider.models import get_application_model
 from oauth2_provider.views import AuthorizationView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
@@ -32,6 +33,7 @@ from minds.oauth import (
     SCOPES,
     TOKEN_ENDPOINT_AUTH_METHODS,
     authorization_server_metadata,
+    is_loopback,
     protected_resource_metadata,
     redirect_uri_problem,
 )
@@ -165,8 +167,11 @@ class ConsentView(AuthorizationView):
                                credentials) from None
 
     def redirect(self, redirect_to, application):
-        return super().redirect(_with_iss(redirect_to, public_origin(self.request)),
-                                application)
+        """Back to the client (a code or an error), naming the issuer; http only to a
+        loopback address (RFC 8252), as registration allowed."""
+        loopback = is_loopback(urlsplit(redirect_to).hostname or "")
+        return OAuth2ResponseRedirect(_with_iss(redirect_to, public_origin(self.request)),
+                                      ["https", "http"] if loopback else ["https"])
 
 
 def _registration_ident(request) -> str:
@@ -270,11 +275,8 @@ class RegisterView(View):
             client_type=Application.CLIENT_PUBLIC if public else Application.CLIENT_CONFIDENTIAL,
             authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
             client_secret=secret, algorithm=Application.NO_ALGORITHM)
-        try:
-            application.full_clean(exclude=["client_id", "client_secret", "user"])
-        except ValidationError as error:  # DOT's own rules on the same fields
-            message = "; ".join(error.messages)
-            return _refuse("invalid_client_metadata", message)
+        # Not Application.full_clean(): its redirect rule is DOT's https-only one, and every
+        # field has been checked above by Synapse's rules (loopback http besides).
         application.save()
         body = {
             "client_id": application.client_id,

@@ -365,18 +365,22 @@ OAUTH2_PROVIDER = {
     "ROTATE_REFRESH_TOKEN": True,
     "REFRESH_TOKEN_REUSE_PROTECTION": True,
     "PKCE_REQUIRED": True,
-    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
-    # RFC 8252: a native client's loopback redirect may use any port.
+    # https only in DOT's own checks; Synapse allows http to loopback addresses besides
+    # (RFC 8252 native clients: registration and the consent view, minds.oauth), on any
+    # port (ALLOW_LOCALHOST_LOOPBACK).
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["https"],
     "ALLOW_LOCALHOST_LOOPBACK": True,
     "REQUEST_APPROVAL_PROMPT": "force",
     "OAUTH2_VALIDATOR_CLASS": "minds.oauth.SynapseOAuth2Validator",
     # RFC 9700 (OAuth 2.0 Security BCP), all enforced: no implicit or password grant, no
-    # "plain" PKCE, no token in a query string, tokens stored hashed.
+    # "plain" PKCE, no token in a query string, tokens stored hashed, ``iss`` sent.
     "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
     "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
     "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
     "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
     "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    # RFC 9207 ``iss`` in authorization responses (the consent view sets the public origin).
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
     "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
     "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
 }
