@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.utils.crypto import get_random_string
 from django.utils.decorators import method_decorator
 from django.views import View
@@ -47,22 +47,31 @@ CLIENT_NAME_MAX_LENGTH = 100
 MAX_REDIRECT_URIS = 10
 
 
-def _public_document(data: dict) -> JsonResponse:
-    # Public and credential-free: a browser-based MCP client may read it from any origin.
-    response = JsonResponse(data)
+def _public_document(request, document) -> HttpResponse:
+    """A metadata document: public and credential-free, so a browser-based MCP client may
+    read it from any origin (its preflight included: the SDK sends MCP-Protocol-Version)."""
+    if request.method == "OPTIONS":
+        response = HttpResponse(status=204)
+        response["Access-Control-Allow-Methods"] = "GET, HEAD, OPTIONS"
+        response["Access-Control-Allow-Headers"] = "MCP-Protocol-Version, Content-Type"
+    elif request.method in ("GET", "HEAD"):
+        response = JsonResponse(document(request))
+        response["Cache-Control"] = "public, max-age=300"
+    else:
+        return error_response(405, "method_not_allowed", "A metadata document is read with "
+                              "GET.", headers={"Allow": "GET, HEAD, OPTIONS"})
     response["Access-Control-Allow-Origin"] = "*"
-    response["Cache-Control"] = "public, max-age=300"
     return response
 
 
 def protected_resource_view(request):
     """GET /.well-known/oauth-protected-resource and …/mcp (RFC 9728)."""
-    return _public_document(protected_resource_metadata(request))
+    return _public_document(request, protected_resource_metadata)
 
 
 def authorization_server_view(request):
     """GET /.well-known/oauth-authorization-server (RFC 8414)."""
-    return _public_document(authorization_server_metadata(request))
+    return _public_document(request, authorization_server_metadata)
 
 
 def _with_iss(uri: str, issuer: str) -> str:

@@ -133,9 +133,10 @@ class KeyRevokeView(MindView):
 class ConnectionsView(MindView):
     """Connected apps: the OAuth connections of this mind (what the owner approved on the
     consent page), with what each may do, when it was last used, the agent instance ids
-    it sent, and Revoke."""
+    it sent, and Revoke. Under the Keys tab (both are how agents get in), linked from
+    the Keys page: a phone has no room for another tab."""
 
-    tab = "apps"
+    tab = "keys"
 
     def get(self, request, mind_id):
         connections = (self.mind.connections.select_related("application", "approved_by")

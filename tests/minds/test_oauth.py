@@ -54,6 +54,16 @@ def test_protected_resource_metadata(client, path):
     assert response["Access-Control-Allow-Origin"] == "*"
 
 
+def test_metadata_documents_answer_a_cors_preflight_and_only_reads(client):
+    preflight = client.options("/.well-known/oauth-authorization-server")
+    assert preflight.status_code == 204
+    assert preflight["Access-Control-Allow-Origin"] == "*"
+    assert "MCP-Protocol-Version" in preflight["Access-Control-Allow-Headers"]
+    refused = client.post("/.well-known/oauth-protected-resource")
+    assert refused.status_code == 405
+    assert refused.json()["error"]["code"] == "method_not_allowed"
+
+
 def test_authorization_server_metadata(client):
     response = client.get("/.well-known/oauth-authorization-server")
     assert response.status_code == 200
@@ -398,6 +408,7 @@ def test_connected_apps_lists_and_revokes_at_once(owner, alice_mind, ui):
     agent = key_client(tokens["access_token"])
     agent.get("/memory", HTTP_X_SYNAPSE_AGENT_INSTANCE="laptop-7")
     connection = connection_of(tokens)
+    assert ui("apps") in owner.get(ui("keys")).content.decode()
     page = owner.get(ui("apps"))
     text = page.content.decode()
     assert page.status_code == 200
