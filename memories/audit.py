@@ -1,4 +1,5 @@
-"""A mind's audit log: memory, mind and key events (why it lives here: docs/architecture.md)."""
+"""A mind's audit log: memory, mind, key and connection events (why it lives here:
+docs/architecture.md)."""
 
 from memories.models import AuditEvent
 from minds.authentication import AgentPrincipal
@@ -7,9 +8,12 @@ from synapse.provenance import NO_PROVENANCE, Provenance
 
 
 def describe_actor(actor) -> tuple[str, str, str]:
-    """(type, id, label) of whoever acts: a Mind Key, a human, or the system (None)."""
-    if isinstance(actor, AgentPrincipal):
+    """(type, id, label) of whoever acts: a Mind Key, an OAuth connection, a human, or the
+    system (None)."""
+    if isinstance(actor, AgentPrincipal) and actor.key is not None:
         return "key", actor.key.id, f"{actor.key.name} (…{actor.key.last4})"
+    if isinstance(actor, AgentPrincipal):
+        return "connection", actor.connection.id, f"connection {actor.connection.client_name}"
     if actor is None:
         return "system", "", "system"
     return "user", str(actor.pk), actor.get_username()

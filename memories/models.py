@@ -338,8 +338,9 @@ class MemoryVersion(models.Model):
     path = models.CharField(max_length=MAX_PATH_LENGTH, blank=True, default="")
     occurred_at = models.DateTimeField(null=True, blank=True)
     # Who wrote this version on this instance, from the credentials of the writing request
-    # (never from a body): "key" (Mind Key id and name), "user", "system", or "legacy" for
-    # versions written before this was recorded (label copied from the old actor text).
+    # (never from a body): "key" (Mind Key id and name), "connection" (OAuth connection id,
+    # "connection <client name>"), "user", "system", or "legacy" for versions written
+    # before this was recorded (label copied from the old actor text).
     recorded_by_type = models.CharField(max_length=10)
     recorded_by_id = models.CharField(max_length=64, blank=True)
     recorded_by = models.CharField(max_length=200)
@@ -410,7 +411,7 @@ class AuditEvent(models.Model):
     """Append-only record of a state change: who, what, which memory, when."""
 
     mind = models.ForeignKey(Mind, on_delete=models.CASCADE, related_name="audit_events")
-    actor_type = models.CharField(max_length=10)  # user, key, system
+    actor_type = models.CharField(max_length=10)  # user, key, connection, system
     actor_id = models.CharField(max_length=64, blank=True)
     actor_label = models.CharField(max_length=200, blank=True)
     action = models.CharField(max_length=30)

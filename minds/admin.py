@@ -1,4 +1,5 @@
-"""Django admin for staff: users, minds and Mind Keys, every change through minds.services."""
+"""Django admin for staff: users, minds, Mind Keys and OAuth connections, every change through
+minds.services."""
 
 from django import forms
 from django.contrib import admin, messages
@@ -7,12 +8,13 @@ from django.contrib.auth.admin import UserAdmin
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from minds.models import Mind, MindKey
+from minds.models import Mind, MindKey, OAuthConnection
 from minds.services import (
     KEY_SETTINGS,
     MIND_SETTINGS,
     account_delete,
     clean_key_paths,
+    connection_revoke,
     key_issue,
     key_revoke,
     key_update,
@@ -293,8 +295,62 @@ class SynapseUserAdmin(UserAdmin):
             self.delete_model(request, user)
 
 
+class OAuthConnectionAdmin(OwnMindsOnly, admin.ModelAdmin):
+    """OAuth connections (what a mind's owner approved on the consent page): read-only,
+    revoked with the action, never added here (only the consent page creates them) nor
+    deleted (the row keeps the audit trail readable)."""
+
+    list_display = ["id", "client", "mind", "scope_list", "reach", "created_at",
+                    "last_used_at", "revoked_at"]
+    list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
+    list_select_related = ["mind", "application"]
+    search_fields = ["id", "application__name", "application__client_id", "mind__name",
+                     "mind__id"]
+    ordering = ["-created_at"]
+    actions = ["revoke_connections"]
+    fields = ["id", "mind", "client", "client_id", "scope_list", "reach", "resource",
+              "approved_by", "created_at", "last_used_at", "instance_ids", "revoked_at"]
+    readonly_fields = fields
+
+    @admin.display(description="client")
+    def client(self, connection: OAuthConnection) -> str:
+        return connection.client_name
+
+    @admin.display(description="client id")
+    def client_id(self, connection: OAuthConnection) -> str:
+        return connection.application.client_id
+
+    @admin.display(description="scopes")
+    def scope_list(self, connection: OAuthConnection) -> str:
+        return " ".join(connection.scopes)
+
+    @admin.display(description="paths")
+    def reach(self, connection: OAuthConnection) -> str:
+        return ", ".join(connection.paths) if connection.paths else "whole mind"
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_revoke_permission(self, request) -> bool:
+        return super().has_change_permission(request)
+
+    @admin.action(description="Revoke selected connections", permissions=["revoke"])
+    def revoke_connections(self, request, queryset):
+        revoked = 0
+        for connection in queryset.select_related("mind", "application"):
+            if connection.revoked_at is None:
+                connection_revoke(connection=connection, actor=request.user)
+                revoked += 1
+        self.message_user(request, f"Revoked {revoked} connection(s); requests with their "
+                          "tokens now get 401.", messages.SUCCESS)
+
+
 admin.site.register(Mind, MindAdmin)
 admin.site.register(MindKey, MindKeyAdmin)
+admin.site.register(OAuthConnection, OAuthConnectionAdmin)
 User = get_user_model()
 if admin.site.is_registered(User):
     admin.site.unregister(User)

@@ -1,21 +1,31 @@
-"""Mind Key authentication: a machine principal for one mind, never a user."""
+"""Agent authentication: a Mind Key or an OAuth access token, one machine principal for
+one mind, never a user."""
 
 import copy
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db.models import F, Func, Value
 from django.utils import timezone
+from oauth2_provider.models import get_access_token_model
 from rest_framework import authentication, exceptions, permissions
 
 from minds.keys import key_matches, parse_lookup
-from minds.models import Mind, MindKey
+from minds.models import Mind, MindKey, OAuthConnection
+from minds.oauth import RESOURCE_METADATA_PATH, token_checksum
+from synapse.origin import public_origin, public_url
+from synapse.provenance import InvalidProvenance, provenance_from_headers
 
 
 @dataclass(frozen=True)
 class AgentPrincipal:
-    """Who an agent is: one key of one mind. Not a Django user, never staff."""
+    """Who an agent is: one Mind Key, or one OAuth connection (what a human approved for
+    an OAuth client), of one mind. Not a Django user, never staff. Both carry a mind, a
+    scope (``can_write``) and path prefixes (``reach``), so every agent rule applies to
+    both alike."""
 
-    key: MindKey
+    key: MindKey | None = None
+    connection: OAuthConnection | None = None
 
     is_authenticated = True
     is_anonymous = False
@@ -23,13 +33,21 @@ class AgentPrincipal:
     is_superuser = False
     is_agent = True
 
+    def __post_init__(self):
+        if (self.key is None) == (self.connection is None):
+            raise TypeError("An AgentPrincipal is a Mind Key or an OAuth connection.")
+
+    @property
+    def credential(self) -> MindKey | OAuthConnection:
+        return self.key if self.key is not None else self.connection
+
     @property
     def mind(self) -> Mind:
-        """The key's mind; for a path-scoped key a copy carrying its prefixes as its
-        ``reach``, so every memory query made for it sees only those paths
-        (Memory.objects.for_mind). The key's own instance is never changed."""
-        mind = self.key.mind
-        if not self.key.paths:
+        """The credential's mind; when it is path-scoped a copy carrying its prefixes as
+        its ``reach``, so every memory query made for it sees only those paths
+        (Memory.objects.for_mind). The credential's own instance is never changed."""
+        mind = self.credential.mind
+        if not self.credential.paths:
             return mind
         scoped = copy.copy(mind)
         scoped.reach = self.reach
@@ -37,19 +55,26 @@ class AgentPrincipal:
 
     @property
     def reach(self) -> tuple[str, ...]:
-        """The path prefixes this key is limited to; empty, the whole mind."""
-        return tuple(self.key.paths)
+        """The path prefixes this credential is limited to; empty, the whole mind."""
+        return tuple(self.credential.paths)
 
     @property
     def can_write(self) -> bool:
-        return self.key.can_write
+        return self.credential.can_write
 
     @property
     def pk(self) -> str:
-        return self.key.id
+        return self.credential.id
+
+    @property
+    def bucket(self) -> str:
+        """Whose rate-limit budget the requests spend (synapse.throttling)."""
+        return f"key:{self.key.pk}" if self.key is not None else f"connection:{self.pk}"
 
     def __str__(self) -> str:
-        return f"key {self.key.name} (…{self.key.last4})"
+        if self.key is not None:
+            return f"key {self.key.name} (…{self.key.last4})"
+        return f"connection {self.connection.client_name}"
 
 
 def is_agent(principal) -> bool:
@@ -62,12 +87,23 @@ def reach_of(principal) -> tuple[str, ...]:
     return principal.reach if is_agent(principal) else ()
 
 
-class MindKeyAuthentication(authentication.BaseAuthentication):
-    """``Authorization: Bearer mk_…``, or ``?key=mk_…`` on reads (GET, HEAD, OPTIONS).
+def www_authenticate(request, path: str = RESOURCE_METADATA_PATH, **params: str) -> str:
+    """The ``WWW-Authenticate`` challenge of a 401 or 403 (RFC 6750, RFC 9728): the
+    protected resource metadata URL (``path``) tells an OAuth client where to get a token;
+    ``params`` adds ``error`` and ``scope`` (a 403 ``insufficient_scope``)."""
+    fields = {"realm": "synapse", "resource_metadata": public_url(request, path), **params}
+    return "Bearer " + ", ".join(f'{name}="{value}"' for name, value in fields.items())
 
-    Returns None when neither carries a Mind Key (so JWT can try), raises on a Mind Key
-    that is malformed, unknown, expired or revoked, whose creator or mind owner has been
-    deactivated, or that comes as ``?key=`` on a write.
+
+class AgentAuthentication(authentication.BaseAuthentication):
+    """``Authorization: Bearer mk_…`` (a Mind Key), ``?key=mk_…`` on reads (GET, HEAD,
+    OPTIONS), or ``Authorization: Bearer <OAuth access token>``.
+
+    Returns None when none of these is presented (a JWT has dots: simplejwt tries it
+    next); raises on a Mind Key that is malformed, unknown, expired or revoked, whose
+    creator or mind owner has been deactivated, or that comes as ``?key=`` on a write;
+    and on an access token that is unknown, expired, of a revoked connection, issued for
+    another resource, or whose mind owner or approver has been deactivated.
     """
 
     keyword = "Bearer"
@@ -75,7 +111,11 @@ class MindKeyAuthentication(authentication.BaseAuthentication):
     def authenticate(self, request):
         plaintext = self._presented_key(request)
         if plaintext is None:
-            return None
+            token = oauth_token_of(request)
+            if token is None:
+                return None
+            connection = authenticate_connection(request, token)
+            return AgentPrincipal(connection=connection), connection
         lookup = parse_lookup(plaintext)
         if lookup is None:
             raise exceptions.AuthenticationFailed("Malformed Mind Key.")
@@ -97,7 +137,7 @@ class MindKeyAuthentication(authentication.BaseAuthentication):
         return AgentPrincipal(key=key), key
 
     def authenticate_header(self, request):
-        return f'{self.keyword} realm="synapse"'
+        return www_authenticate(request)
 
     @staticmethod
     def _presented_key(request) -> str | None:
@@ -121,3 +161,80 @@ class MindKeyAuthentication(authentication.BaseAuthentication):
         if key.last_used_at is None or (now - key.last_used_at).total_seconds() > resolution:
             MindKey.objects.filter(pk=key.pk).update(last_used_at=now)
             key.last_used_at = now
+
+
+# Settings and older imports name the class by its first credential.
+MindKeyAuthentication = AgentAuthentication
+
+
+def oauth_token_of(request) -> str | None:
+    """The OAuth access token of ``Authorization: Bearer …``: neither a Mind Key (mk_…)
+    nor a JWT (which has dots); None when there is none."""
+    parts = authentication.get_authorization_header(request).decode("latin-1").split()
+    if len(parts) != 2 or parts[0].lower() != "bearer":
+        return None
+    token = parts[1]
+    if token.startswith("mk_") or "." in token:
+        return None
+    return token
+
+
+def authenticate_connection(request, token: str) -> OAuthConnection:
+    """The connection an OAuth access token acts for; AuthenticationFailed when the token
+    is unknown or expired, its connection revoked, its resource (RFC 8707) not this
+    server's origin, or the mind's owner or the approving human deactivated."""
+    access = (get_access_token_model().objects
+              .select_related("synapse_connection__mind__owner",
+                              "synapse_connection__application",
+                              "synapse_connection__approved_by")
+              .filter(token_checksum=token_checksum(token)).first())
+    connection = getattr(access, "synapse_connection", None) if access is not None else None
+    if connection is None:
+        raise exceptions.AuthenticationFailed("Unknown OAuth access token.")
+    if connection.revoked_at is not None:
+        raise exceptions.AuthenticationFailed("This OAuth connection has been revoked.")
+    now = timezone.now()
+    if access.expires <= now:
+        raise exceptions.AuthenticationFailed(
+            "This OAuth access token has expired: refresh it.")
+    origin = public_origin(request)
+    if connection.resource != origin or list(access.resource or []) != [origin]:
+        raise exceptions.AuthenticationFailed(
+            f"This OAuth access token was issued for another resource, not {origin}.")
+    if not connection.mind.owner.is_active or (connection.approved_by is not None
+                                               and not connection.approved_by.is_active):
+        raise exceptions.AuthenticationFailed(
+            "This OAuth connection belongs to a deactivated account.")
+    _touch_connection(connection, now, _instance_of(request))
+    return connection
+
+
+def _instance_of(request) -> str:
+    try:
+        return provenance_from_headers(request.headers).agent_instance
+    except InvalidProvenance:  # the view answers 400 naming the header
+        return ""
+
+
+def _touch_connection(connection: OAuthConnection, now, instance: str) -> None:
+    """last_used_at to the minute (as keys), and the agent instance ids seen (the first
+    OAuthConnection.MAX_INSTANCE_IDS distinct ones): at most one UPDATE per minute, plus
+    one per new instance id."""
+    resolution = settings.SYNAPSE["KEY_LAST_USED_RESOLUTION_SECONDS"]
+    stale = (connection.last_used_at is None
+             or (now - connection.last_used_at).total_seconds() > resolution)
+    new_instance = (instance and instance not in connection.instance_ids
+                    and len(connection.instance_ids) < OAuthConnection.MAX_INSTANCE_IDS)
+    if not (stale or new_instance):
+        return
+    changes = {"last_used_at": now}
+    rows = OAuthConnection.objects.filter(pk=connection.pk)
+    if new_instance:
+        # Appended in the statement itself: concurrent requests never lose an id.
+        rows.exclude(instance_ids__contains=[instance]).filter(
+            instance_ids__len__lt=OAuthConnection.MAX_INSTANCE_IDS).update(
+            instance_ids=Func(F("instance_ids"), Value(instance), function="array_append",
+                              output_field=OAuthConnection._meta.get_field("instance_ids")))
+        connection.instance_ids = [*connection.instance_ids, instance]
+    rows.update(**changes)
+    connection.last_used_at = now

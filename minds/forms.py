@@ -1,4 +1,5 @@
-"""Web UI forms for minds and Mind Keys, and the rate-limited sign-in forms (UI, admin)."""
+"""Web UI forms for minds, Mind Keys and OAuth consent, and the rate-limited sign-in forms
+(UI, admin)."""
 
 from types import SimpleNamespace
 
@@ -7,8 +8,9 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.http import QueryDict
 from django.utils import timezone
+from oauth2_provider.forms import AllowForm
 
-from minds.models import Mind, MindKey
+from minds.models import Mind, MindKey, OAuthConnection
 from minds.services import clean_key_paths
 from synapse.text import validate_single_line
 
@@ -64,14 +66,53 @@ class KeyForm(forms.Form):
                   "comma-separated. Empty: the whole mind.")
 
     def clean_paths(self) -> list[str]:
-        entered = self.cleaned_data["paths"].replace(",", "\n").splitlines()
-        return clean_key_paths([line for line in entered if line.strip()])
+        return _entered_paths(self.cleaned_data["paths"])
 
     def clean_expires_at(self):
         expires_at = self.cleaned_data["expires_at"]
         if expires_at is not None and expires_at <= timezone.now():
             raise forms.ValidationError("The expiry must be in the future.")
         return expires_at
+
+
+def _entered_paths(text: str) -> list[str]:
+    """Path prefixes as typed: one per line or comma-separated, normalised like a key's."""
+    entered = text.replace(",", "\n").splitlines()
+    return clean_key_paths([line for line in entered if line.strip()])
+
+
+class ConsentForm(AllowForm):
+    """The OAuth consent page (/oauth/authorize): DOT's hidden fields (the client's
+    request), and what the human picks: one of their minds, read or read and write (only
+    when the client asked for writing), and optional path prefixes."""
+
+    mind = forms.ChoiceField(label="Mind", widget=forms.RadioSelect)
+    access = forms.ChoiceField(label="Access", widget=forms.RadioSelect)
+    paths = forms.CharField(
+        required=False, label="Paths (optional)",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "e.g. projects/memory-os"}),
+        help_text="Limit the app to these paths and everything below them: one per line "
+                  "or comma-separated. Empty: the whole mind.")
+
+    def __init__(self, *args, user, requested_scopes: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.minds = {mind.id: mind for mind in Mind.objects.owned_by(user).order_by(
+            "name", "created_at")}
+        self.fields["mind"].choices = [(mind.id, mind.name) for mind in self.minds.values()]
+        if len(self.minds) == 1:
+            self.fields["mind"].initial = next(iter(self.minds))
+        choices = [(OAuthConnection.READ, "Read only: recall and search")]
+        if OAuthConnection.WRITE in requested_scopes:
+            choices.insert(0, (OAuthConnection.WRITE, "Read and write: also store, change "
+                                                      "and forget memories"))
+        self.fields["access"].choices = choices
+        self.fields["access"].initial = choices[0][0]
+
+    def clean_mind(self) -> Mind:
+        return self.minds[self.cleaned_data["mind"]]
+
+    def clean_paths(self) -> list[str]:
+        return _entered_paths(self.cleaned_data["paths"])
 
 
 def sign_in_wait(request) -> int | None:

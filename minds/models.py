@@ -5,8 +5,9 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from oauth2_provider.settings import oauth2_settings
 
-from synapse.ids import new_key_id, new_mind_id
+from synapse.ids import new_connection_id, new_key_id, new_mind_id
 
 
 class MindQuerySet(models.QuerySet):
@@ -123,3 +124,69 @@ class MindKey(models.Model):
     @property
     def is_path_scoped(self) -> bool:
         return bool(self.paths)
+
+
+class OAuthConnectionQuerySet(models.QuerySet):
+    def usable(self) -> "OAuthConnectionQuerySet":
+        return self.filter(revoked_at__isnull=True)
+
+
+class OAuthConnection(models.Model):
+    """What a human approved on the consent page (/oauth/authorize): one OAuth client may
+    act on one of their minds with these scopes and paths, for this resource (the server's
+    origin). The tokens django-oauth-toolkit issues for it point here (``access_token``,
+    ``grant``: the current ones; a refresh rotates them); revoking it ends them at once.
+
+    An agent authenticated with its access token has exactly the powers a Mind Key with
+    the same scope and paths has (minds.authentication.AgentPrincipal)."""
+
+    READ = "memory:read"
+    WRITE = "memory:write"
+    # How many distinct X-Synapse-Agent-Instance values are remembered per connection.
+    MAX_INSTANCE_IDS = 20
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_connection_id,
+                          editable=False)
+    mind = models.ForeignKey(Mind, on_delete=models.CASCADE, related_name="connections")
+    application = models.ForeignKey(oauth2_settings.APPLICATION_MODEL,
+                                    on_delete=models.CASCADE, related_name="synapse_connections")
+    approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    # "memory:read", and "memory:write" when writes were granted (write implies read).
+    scopes = ArrayField(models.CharField(max_length=20), default=list)
+    # As MindKey.paths: normalised prefixes (minds.services.clean_key_paths); empty, the
+    # whole mind.
+    paths = ArrayField(models.CharField(max_length=255), default=list, blank=True)
+    # RFC 8707: the origin the tokens are for; a request reaching another origin refuses them.
+    resource = models.CharField(max_length=255)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    instance_ids = ArrayField(models.CharField(max_length=200), default=list, blank=True,
+                              editable=False)
+    grant = models.OneToOneField(oauth2_settings.GRANT_MODEL, null=True, blank=True,
+                                 on_delete=models.SET_NULL, related_name="synapse_connection",
+                                 editable=False)
+    access_token = models.OneToOneField(
+        oauth2_settings.ACCESS_TOKEN_MODEL, null=True, blank=True,
+        on_delete=models.SET_NULL, related_name="synapse_connection", editable=False)
+
+    objects = OAuthConnectionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.client_name} → {self.mind.name}"
+
+    @property
+    def client_name(self) -> str:
+        return self.application.name or self.application.client_id
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    @property
+    def can_write(self) -> bool:
+        return self.WRITE in self.scopes

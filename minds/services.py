@@ -1,4 +1,5 @@
-"""Every write to accounts, minds and Mind Keys; and the counted minds list the API and UI show."""
+"""Every write to accounts, minds, Mind Keys and OAuth connections; and the counted minds
+list the API and UI show."""
 
 from datetime import datetime
 
@@ -13,7 +14,7 @@ from django.utils import timezone
 
 from memories.paths import InvalidPath, normalize_prefixes
 from minds.keys import generate_key
-from minds.models import Mind, MindKey, MindQuerySet
+from minds.models import Mind, MindKey, MindQuerySet, OAuthConnection
 
 
 def registration_open() -> bool:
@@ -204,4 +205,59 @@ def key_revoke(*, key: MindKey, actor=None) -> MindKey:
         record_event(mind=locked.mind, actor=actor, action="key_revoke",
                      details={"key_id": locked.id, "name": locked.name, "last4": locked.last4})
     key.revoked_at = locked.revoked_at
+    return locked
+
+
+def connection_scopes(write: bool) -> list[str]:
+    """The scopes of a connection: ``memory:read``, and ``memory:write`` with it (writing
+    implies reading, as a write Mind Key's scope does)."""
+    return ([OAuthConnection.READ, OAuthConnection.WRITE] if write
+            else [OAuthConnection.READ])
+
+
+@transaction.atomic
+def connection_create(*, mind: Mind, application, approved_by, write: bool,
+                      paths: list[str] | None, resource: str) -> OAuthConnection:
+    """What a human approved on the consent page: ``application`` (an OAuth client) may
+    act on ``mind`` with read (and write) access, within ``paths`` (normalised as a key's:
+    clean_key_paths, whose ValidationError it raises), for ``resource`` (this server's
+    origin). The authorization code django-oauth-toolkit issues next is tied to it
+    (minds.oauth.SynapseOAuth2Validator); audited as ``connection_create``."""
+    from memories.audit import record_event
+
+    paths = clean_key_paths(paths or [])
+    connection = OAuthConnection.objects.create(
+        mind=mind, application=application, approved_by=approved_by,
+        scopes=connection_scopes(write), paths=paths, resource=resource)
+    details = {"connection_id": connection.id, "client": connection.client_name,
+               "client_id": application.client_id, "scopes": connection.scopes}
+    if paths:
+        details["paths"] = paths
+    record_event(mind=mind, actor=approved_by, action="connection_create", details=details)
+    return connection
+
+
+@transaction.atomic
+def connection_revoke(*, connection: OAuthConnection, actor=None) -> OAuthConnection:
+    """Revoke a connection: its access token is refused from the next request on (a 401
+    saying so: the token row stays, tied to the revoked connection, until DOT's
+    ``cleartokens`` sweeps it after expiry), its refresh token and any unused
+    authorization code are deleted; audited once."""
+    from oauth2_provider.models import get_refresh_token_model
+
+    from memories.audit import record_event
+
+    locked = (OAuthConnection.objects.select_for_update()
+              .select_related("mind", "application").get(pk=connection.pk))
+    if locked.revoked_at is None:
+        locked.revoked_at = timezone.now()
+        locked.save(update_fields=["revoked_at"])
+        if locked.access_token_id is not None:
+            get_refresh_token_model().objects.filter(
+                access_token_id=locked.access_token_id).delete()
+        if locked.grant_id is not None:
+            locked.grant.delete()
+        record_event(mind=locked.mind, actor=actor, action="connection_revoke",
+                     details={"connection_id": locked.id, "client": locked.client_name})
+    connection.revoked_at = locked.revoked_at
     return locked

@@ -1,4 +1,5 @@
-"""Web UI for minds: the minds list, Mind Keys, settings; and the mind scoping every page uses."""
+"""Web UI for minds: the minds list, Mind Keys, connected apps, settings; and the mind scoping
+every page uses."""
 
 from datetime import timedelta
 
@@ -25,6 +26,7 @@ from minds.forms import (
 from minds.models import Mind
 from minds.passwords import mail_configured, password_reset_send, reset_wait
 from minds.services import (
+    connection_revoke,
     key_issue,
     key_revoke,
     mind_create,
@@ -128,6 +130,33 @@ class KeyRevokeView(MindView):
             messages.success(request, f"Revoked {key.name} (…{key.last4}). Its next request "
                                       "will be refused.")
         return redirect("ui:keys", mind_id=self.mind.id)
+
+
+class ConnectionsView(MindView):
+    """Connected apps: the OAuth connections of this mind (what the owner approved on the
+    consent page), with what each may do, when it was last used, the agent instance ids
+    it sent, and Revoke. Under the Keys tab (both are how agents get in), linked from
+    the Keys page: a phone has no room for another tab."""
+
+    tab = "keys"
+
+    def get(self, request, mind_id):
+        connections = (self.mind.connections.select_related("application", "approved_by")
+                       .order_by("revoked_at", "-created_at"))
+        return self.render("minds/connections.html", {"connections": connections})
+
+
+class ConnectionRevokeView(MindView):
+    def post(self, request, mind_id, connection_id):
+        connection = get_object_or_404(self.mind.connections.select_related("application"),
+                                       pk=connection_id)
+        if connection.is_revoked:
+            messages.info(request, f"{connection.client_name} was already revoked.")
+        else:
+            connection_revoke(connection=connection, actor=request.user)
+            messages.success(request, f"Revoked {connection.client_name}. Its next request "
+                                      "will be refused.")
+        return redirect("ui:connections", mind_id=self.mind.id)
 
 
 class MindSettingsView(MindView):

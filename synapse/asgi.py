@@ -1,4 +1,5 @@
-"""ASGI entry point: ``/mcp`` (MCP over streamable HTTP, Mind Key required) beside Django."""
+"""ASGI entry point: ``/mcp`` (MCP over streamable HTTP; a Mind Key or an OAuth access token
+required) beside Django."""
 
 import asyncio
 import logging
@@ -24,7 +25,8 @@ from rest_framework.request import Request  # noqa: E402
 from starlette.datastructures import Headers  # noqa: E402
 from starlette.responses import JSONResponse  # noqa: E402
 
-from minds.authentication import MindKeyAuthentication  # noqa: E402
+from minds.authentication import AgentAuthentication, www_authenticate  # noqa: E402
+from minds.oauth import MCP_RESOURCE_METADATA_PATH  # noqa: E402
 from synapse.api import error_body  # noqa: E402
 from synapse.provenance import (  # noqa: E402
     AGENT_HEADER,
@@ -50,57 +52,89 @@ django_app = WSGIMiddleware(wsgi_application,
 
 
 def _bearer_key(headers: Headers) -> str | None:
-    """The Mind Key presented: ``Authorization: Bearer mk_…``."""
+    """The credential presented: ``Authorization: Bearer mk_…`` (a Mind Key) or
+    ``Authorization: Bearer <OAuth access token>``."""
     parts = headers.get("authorization", "").split()
     if len(parts) == 2 and parts[0].lower() == "bearer":
         return parts[1]
     return None
 
 
-def _key_problem(plaintext: str | None, query_string: bytes = b"") -> tuple[int, str, str] | None:
-    """Django's own Mind Key authentication; (status, code, message) when it refuses."""
+class _ScopeRequest(HttpRequest):
+    """A Django request standing for an ASGI one, for authentication: its Host, scheme
+    and the headers that matter (the public origin, the agent instance)."""
+
+    FORWARDED = ("authorization", "x-forwarded-proto", "x-forwarded-for",
+                 INSTANCE_HEADER.lower())
+
+    def __init__(self, scope, headers: Headers):
+        super().__init__()
+        self._scheme = scope.get("scheme", "http")
+        self.method = "POST"
+        self.META["HTTP_HOST"] = headers.get("host", "")
+        for name in self.FORWARDED:
+            if name in headers:
+                self.META["HTTP_" + name.upper().replace("-", "_")] = headers[name]
+
+    def _get_scheme(self) -> str:
+        return self._scheme
+
+
+def _key_problem(request: HttpRequest, query_string: bytes = b"") -> tuple[int, str, str] | None:
+    """Django's own agent authentication (a Mind Key or an OAuth access token); (status,
+    code, message) when it refuses."""
     if "key" in parse_qs(query_string.decode("latin-1")):
         # Every MCP message is a POST that may change memories: a key in the URL would land
         # in proxy logs and history (REST takes ?key= on reads only).
         return (401, "authentication_failed",
                 "/mcp does not accept a Mind Key in the query string (?key=): send it as "
                 "Authorization: Bearer mk_….")
-    if not plaintext or not plaintext.startswith("mk_"):
-        return (401, "not_authenticated",
-                "A Mind Key is required: Authorization: Bearer mk_… (a key of the mind the "
-                "agent works on).")
+    missing = (401, "not_authenticated",
+               "A Mind Key (Authorization: Bearer mk_…, a key of the mind the agent works "
+               "on) or an OAuth access token is required.")
+    if not request.META.get("HTTP_AUTHORIZATION"):
+        return missing
     # Run as one request would: stale connections are dropped before and after.
     close_old_connections()
     try:
-        request = HttpRequest()
-        request.META["HTTP_AUTHORIZATION"] = f"Bearer {plaintext}"
-        MindKeyAuthentication().authenticate(Request(request))
+        if AgentAuthentication().authenticate(Request(request)) is None:
+            return missing  # a human's JWT: /mcp is for agents
     except AuthenticationFailed as error:
         return 401, "authentication_failed", str(error.detail)
     except DatabaseError:
-        logger.exception("database unavailable while checking a Mind Key")
+        logger.exception("database unavailable while checking a Mind Key or token")
         return 503, "unavailable", "The database is unavailable; try again shortly."
     finally:
         close_old_connections()
     return None
 
 
-def _refusal(status: int, code: str, message: str) -> JSONResponse:
+def _refusal(status: int, code: str, message: str, challenge: str = 'Bearer realm="synapse"'
+             ) -> JSONResponse:
     headers = {"Cache-Control": "no-store"}
     if status == 401:
-        headers["WWW-Authenticate"] = 'Bearer realm="synapse"'
+        headers["WWW-Authenticate"] = challenge
     if status == 503:
         headers["Retry-After"] = "5"
     return JSONResponse(error_body(status, code, message), status_code=status, headers=headers)
 
 
+def _challenge(request: HttpRequest, code: str) -> str:
+    """RFC 9728 §5.1: where an OAuth client finds how to get a token for /mcp; with
+    ``error="invalid_token"`` when a credential was presented and refused (RFC 6750)."""
+    if code == "authentication_failed":
+        return www_authenticate(request, MCP_RESOURCE_METADATA_PATH, error="invalid_token")
+    return www_authenticate(request, MCP_RESOURCE_METADATA_PATH)
+
+
 @asynccontextmanager
 async def client_for_call(ctx):
-    """A REST client for one tool call: the caller's key, host and address, in-process.
+    """A REST client for one tool call: the caller's credential (Mind Key or OAuth access
+    token), host and address, in-process.
 
     The MCP tools (synapse_client.tools, the same set ``synapse-mcp`` serves over stdio)
-    reach the REST API through ``httpx.ASGITransport`` with the caller's own key, so
-    ``/mcp`` obeys exactly the REST rules: the key's mind, its scope, rate limits and audit.
+    reach the REST API through ``httpx.ASGITransport`` with the caller's own credential,
+    so ``/mcp`` obeys exactly the REST rules: its mind, scope, paths, rate limits and audit.
     """
     request = ctx.request_context.request
     headers = request.headers
@@ -131,7 +165,7 @@ mcp_app = mcp_server.streamable_http_app(
 
 
 async def mcp_endpoint(scope, receive, send) -> None:
-    """Refuse a bad Host or a missing/wrong Mind Key before any MCP message is read."""
+    """Refuse a bad Host or a missing/wrong credential before any MCP message is read."""
     headers = Headers(scope=scope)
     domain, _port = split_domain_port(headers.get("host", ""))
     allowed = settings.ALLOWED_HOSTS or (["localhost", "127.0.0.1", "[::1]"]
@@ -148,13 +182,14 @@ async def mcp_endpoint(scope, receive, send) -> None:
                        {error.header: [error.message]}),
             status_code=400, headers={"Cache-Control": "no-store"})(scope, receive, send)
         return
-    key = _bearer_key(headers)
+    request = _ScopeRequest(scope, headers)
     loop = asyncio.get_running_loop()
     # Django's threads (each keeps its database connection) run the check.
-    problem = await loop.run_in_executor(django_app.executor, _key_problem, key,
+    problem = await loop.run_in_executor(django_app.executor, _key_problem, request,
                                          scope.get("query_string", b""))
     if problem is not None:
-        await _refusal(*problem)(scope, receive, send)
+        await _refusal(*problem, challenge=_challenge(request, problem[1]))(
+            scope, receive, send)
         return
     await mcp_app(dict(scope, path=MCP_PATH), receive, send)
 

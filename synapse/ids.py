@@ -1,4 +1,5 @@
-"""Random public identifiers: ``m_…`` minds, ``mem_…`` memories, ``mkid_…`` keys."""
+"""Random public identifiers: ``m_…`` minds, ``mem_…`` memories, ``mkid_…`` keys,
+``oc_…`` OAuth connections."""
 
 import secrets
 import string
@@ -21,3 +22,7 @@ def new_memory_id() -> str:
 
 def new_key_id() -> str:
     return "mkid_" + random_token(12)
+
+
+def new_connection_id() -> str:
+    return "oc_" + random_token(16)

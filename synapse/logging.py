@@ -1,5 +1,5 @@
-"""Log redaction: Mind Keys, bearer tokens and ``?key=`` values never reach a log line, not
-even inside a traceback."""
+"""Log redaction: Mind Keys, bearer tokens, ``?key=`` values and OAuth codes, tokens, secrets
+and verifiers never reach a log line, not even inside a traceback."""
 
 import logging
 import re
@@ -10,6 +10,11 @@ _PATTERNS = [
     (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"), r"\1[redacted]"),
     (re.compile(r"(?i)(\"?(?:password|refresh|access)\"?\s*[:=]\s*\"?)[^\"&\s,}]+"),
      r"\1[redacted]"),
+    # OAuth (form bodies, redirect URLs, JSON): the code of an authorization response and
+    # everything the token endpoint takes or gives.
+    (re.compile(r"(?i)([?&]code=)[^&\s\"']+"), r"\1[redacted]"),
+    (re.compile(r"(?i)(\"?(?:access_token|refresh_token|client_secret|code_verifier|token)"
+                r"\"?\s*[:=]\s*\"?)[^\"&\s,}']+"), r"\1[redacted]"),
 ]
 
 

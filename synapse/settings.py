@@ -143,6 +143,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "oauth2_provider",
     "synapse",
     "minds",
     "memories",
@@ -264,7 +265,8 @@ SYNC_MAX_BODY_BYTES = env_int("SYNAPSE_SYNC_MAX_BODY_BYTES", 64 * 1024 * 1024)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "minds.authentication.MindKeyAuthentication",
+        # Mind Keys and OAuth access tokens: one agent principal (minds.authentication).
+        "minds.authentication.AgentAuthentication",
         "rest_framework_simplejwt.authentication.JWTAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
@@ -295,6 +297,8 @@ REST_FRAMEWORK = {
         "login_username": env_str("SYNAPSE_RATE_LOGIN_USERNAME", "5/min"),
         # Password-reset e-mails asked for from one address (each sends mail).
         "password_reset": env_str("SYNAPSE_RATE_PASSWORD_RESET", "5/hour"),
+        # OAuth client registrations (POST /oauth/register, open to anyone) per address.
+        "oauth_register": env_str("SYNAPSE_RATE_OAUTH_REGISTER", "30/hour"),
     },
     # `format` is a recall option of ours, not DRF's renderer override.
     "URL_FORMAT_OVERRIDE": None,
@@ -356,6 +360,51 @@ SIMPLE_JWT = {
 if PRODUCTION and not env_str("JWT_SIGNING_KEY"):
     raise ImproperlyConfigured(
         "JWT_SIGNING_KEY (or JWT_SIGNING_KEY_FILE) must be set in production")
+
+# OAuth 2.1 for MCP hosts (docs/security.md, "OAuth"): django-oauth-toolkit issues the
+# tokens; Synapse adds the consent page, client registration and the metadata documents
+# (minds.oauth). Authorization code with PKCE S256 only; access tokens short-lived,
+# refresh tokens rotate, and a refresh token used twice ends its whole family.
+OAUTH_SCOPES = {"memory:read": "Read this mind's memories (recall, search, list)",
+                "memory:write": "Store, change and forget memories (and read them)"}
+# DOT's own models, not swapped (named so migrations can depend on them).
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
+OAUTH2_PROVIDER_ACCESS_TOKEN_MODEL = "oauth2_provider.AccessToken"  # noqa: S105 (a model)
+OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauth2_provider.RefreshToken"  # noqa: S105 (a model)
+OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"  # noqa: S105 (a model)
+OAUTH2_PROVIDER = {
+    "SCOPES": OAUTH_SCOPES,
+    "DEFAULT_SCOPES": ["memory:read"],
+    "READ_SCOPE": "memory:read",
+    "WRITE_SCOPE": "memory:write",
+    "ACCESS_TOKEN_EXPIRE_SECONDS": env_int("SYNAPSE_OAUTH_ACCESS_TOKEN_SECONDS", 3600),
+    # A refresh token dies this long after its last access token expired.
+    "REFRESH_TOKEN_EXPIRE_SECONDS": env_int("SYNAPSE_OAUTH_REFRESH_TOKEN_SECONDS",
+                                            30 * 24 * 3600),
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": env_int("SYNAPSE_OAUTH_CODE_SECONDS", 60),
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "PKCE_REQUIRED": True,
+    # https only in DOT's own checks; Synapse allows http to loopback addresses besides
+    # (RFC 8252 native clients: registration and the consent view, minds.oauth), on any
+    # port (ALLOW_LOCALHOST_LOOPBACK).
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["https"],
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "REQUEST_APPROVAL_PROMPT": "force",
+    "OAUTH2_VALIDATOR_CLASS": "minds.oauth.SynapseOAuth2Validator",
+    # RFC 9700 (OAuth 2.0 Security BCP), all enforced: no implicit or password grant, no
+    # "plain" PKCE, no token in a query string, tokens stored hashed, ``iss`` sent.
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    # RFC 9207 ``iss`` in authorization responses (the consent view sets the public origin).
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+}
 
 # Synapse behaviour
 SYNAPSE = {

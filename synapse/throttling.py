@@ -1,4 +1,5 @@
-"""Rate limits by scope, per Mind Key or per user, shared by every process through PostgreSQL.
+"""Rate limits by scope, per Mind Key, OAuth connection or user, shared by every process
+through PostgreSQL.
 
 The scopes and their defaults: docs/api.md, "Rate limits"; the design: docs/security.md."""
 
@@ -51,10 +52,11 @@ def request_scope(request, view) -> str | None:
 
 
 def principal_ident(request, fallback: str) -> str:
-    """Whose budget a request spends: the Mind Key's, the user's, or the client address's."""
+    """Whose budget a request spends: the Mind Key's or OAuth connection's, the user's, or
+    the client address's."""
     principal = getattr(request, "user", None)
     if is_agent(principal):
-        return f"key:{principal.key.pk}"
+        return principal.bucket
     if principal is not None and getattr(principal, "is_authenticated", False):
         return f"user:{principal.pk}"
     return f"ip:{fallback}"

@@ -4,6 +4,9 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from oauth2_provider.views import RevokeTokenView, TokenView
+
+from minds import oauth_views
 
 handler404 = "synapse.api.json_handler404"
 handler500 = "synapse.api.json_handler500"
@@ -14,6 +17,17 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # OAuth 2.1 for MCP hosts (minds.oauth_views; docs/security.md, "OAuth").
+    path(".well-known/oauth-protected-resource", oauth_views.protected_resource_view,
+         name="oauth-protected-resource"),
+    path(".well-known/oauth-protected-resource/mcp", oauth_views.protected_resource_view,
+         name="oauth-protected-resource-mcp"),
+    path(".well-known/oauth-authorization-server", oauth_views.authorization_server_view,
+         name="oauth-authorization-server"),
+    path("oauth/authorize", oauth_views.ConsentView.as_view(), name="oauth-authorize"),
+    path("oauth/token", TokenView.as_view(), name="oauth-token"),
+    path("oauth/register", oauth_views.RegisterView.as_view(), name="oauth-register"),
+    path("oauth/revoke", RevokeTokenView.as_view(), name="oauth-revoke"),
     path("", include("minds.api.urls")),
     path("", include("memories.api.urls")),
 ]

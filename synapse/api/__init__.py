@@ -2,6 +2,7 @@
 
 from synapse.api.errors import (
     Conflict,
+    InsufficientScope,
     ServiceUnavailable,
     error_body,
     error_response,
@@ -31,7 +32,8 @@ from synapse.api.views import (
 
 __all__ = [
     "AUTH_PARAMS", "CONFLICT", "HUMAN_AUTH", "MIND_PARAMETER", "VERSION_CONFLICT", "Conflict",
-    "DurationField", "HumanOnly", "MindAccess", "MindScopedViewSet", "PageQuery", "PageSerializer",
+    "DurationField", "HumanOnly", "InsufficientScope", "MindAccess", "MindScopedViewSet",
+    "PageQuery", "PageSerializer",
     "PlaintextForHumans", "QueryFilterBackend", "ServiceUnavailable", "SingleLineName",
     "StrictSerializer", "SynapseAPIView", "TimestampField", "error_body", "error_response",
     "error_responses", "exception_handler", "json_handler404", "json_handler500", "page_of",

@@ -24,6 +24,17 @@ class Conflict(exceptions.APIException):
     default_code = "conflict"
 
 
+class InsufficientScope(exceptions.PermissionDenied):
+    """A 403 for an OAuth access token whose scope does not cover the request (RFC 6750
+    §3.1): its ``WWW-Authenticate`` challenge names the scope needed."""
+
+    default_code = "insufficient_scope"
+
+    def __init__(self, detail: str, challenge: str):
+        super().__init__(detail)
+        self.challenge = challenge
+
+
 class ServiceUnavailable(exceptions.APIException):
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
     default_detail = "The database is unavailable; try again shortly."
@@ -106,6 +117,8 @@ def exception_handler(exc, context):
         if hasattr(detail, "code") and detail.code:
             code = str(detail.code)
     response.data = error_body(response.status_code, code, message, fields)
+    if isinstance(exc, InsufficientScope):
+        response["WWW-Authenticate"] = exc.challenge
     if response.status_code == 503:
         response["Retry-After"] = "5"
     return response

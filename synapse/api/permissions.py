@@ -2,11 +2,14 @@
 
 from rest_framework.permissions import BasePermission
 
-from minds.authentication import is_agent
+from minds.authentication import is_agent, www_authenticate
+from minds.models import OAuthConnection
+from synapse.api.errors import InsufficientScope
 
 
 class MindAccess(BasePermission):
-    """Any authenticated principal; a read-only Mind Key may only read."""
+    """Any authenticated principal; a read-only Mind Key, or an OAuth token without
+    ``memory:write``, may only read (the token gets a 403 ``insufficient_scope``)."""
 
     message = "This Mind Key is read-only."
 
@@ -15,13 +18,21 @@ class MindAccess(BasePermission):
             return False
         if request.method in ("GET", "HEAD", "OPTIONS") or not is_agent(request.user):
             return True
-        return request.user.can_write
+        if request.user.can_write:
+            return True
+        if request.user.connection is not None:
+            raise InsufficientScope(
+                "This OAuth connection is read-only (memory:read): writing needs "
+                "memory:write, which the mind's owner grants by connecting the app again.",
+                www_authenticate(request, error="insufficient_scope",
+                                 scope=OAuthConnection.WRITE))
+        return False
 
 
 class HumanOnly(BasePermission):
-    """A human (JWT or session); Mind Keys are refused with 403."""
+    """A human (JWT or session); Mind Keys and OAuth tokens are refused with 403."""
 
-    message = "Only a human may do this; Mind Keys cannot."
+    message = "Only a human may do this; Mind Keys and OAuth tokens cannot."
 
     def has_permission(self, request, view):
         return bool(request.user and request.user.is_authenticated and not is_agent(request.user))

@@ -74,7 +74,7 @@ def test_a_mind_key_on_verify_is_403_and_the_row_is_unchanged(agent, reader, hum
         assert response.status_code == 403
         assert response.json()["error"] == {
             "status": 403, "code": "permission_denied",
-            "message": "Only a human may do this; Mind Keys cannot."}
+            "message": "Only a human may do this; Mind Keys and OAuth tokens cannot."}
         # Naming the mind does not make a key a human.
         assert client.post(f"/memory/{memory.id}/{action}?mind={alice_mind.id}"
                            ).status_code == 403

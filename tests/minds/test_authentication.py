@@ -17,11 +17,16 @@ from tests.conftest import key_client
 pytestmark = pytest.mark.django_db
 
 
+# RFC 6750 and RFC 9728: where an OAuth client learns how to get a token.
+CHALLENGE = ('Bearer realm="synapse", '
+             'resource_metadata="http://testserver/.well-known/oauth-protected-resource"')
+
+
 def assert_401(response, message: str) -> None:
     assert response.status_code == 401
     assert response.json() == {"error": {"status": 401, "code": "authentication_failed",
                                          "message": message}}
-    assert response["WWW-Authenticate"] == 'Bearer realm="synapse"'
+    assert response["WWW-Authenticate"] == CHALLENGE
 
 
 def test_bearer_header_authenticates_as_the_keys_mind(agent, alice_mind):
@@ -131,7 +136,7 @@ def test_no_credentials_is_401_with_www_authenticate():
     response = APIClient().get("/memory")
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "not_authenticated"
-    assert response["WWW-Authenticate"] == 'Bearer realm="synapse"'
+    assert response["WWW-Authenticate"] == CHALLENGE
 
 
 def test_using_a_key_records_when_it_was_last_used(alice_key, agent):

@@ -1,4 +1,5 @@
-"""Two tenants for the security tests: two users, each with two filled minds and every kind of key.
+"""Two tenants for the security tests: two users, each with two filled minds and every kind of key
+and OAuth token.
 
 Every memory carries a canary token that no request ever sends, so finding one in a
 response body written for another tenant proves a leak, whatever route produced it. Each
@@ -11,6 +12,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from oauth2_provider.models import AccessToken
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import RefreshToken
 
@@ -18,9 +20,11 @@ from memories.embeddings import embed_batch
 from memories.models import AuditEvent, Memory, MemoryTombstone, MemoryVersion, under_any
 from memories.services import memory_delete, memory_store
 from minds.authentication import AgentPrincipal
-from minds.models import Mind, MindKey
-from minds.services import key_issue, key_revoke, mind_create
-from tests.conftest import make_user
+from minds.models import Mind, MindKey, OAuthConnection
+from minds.oauth import token_checksum
+from minds.services import connection_revoke, key_issue, key_revoke, mind_create
+from tests.conftest import make_user, session_client
+from tests.minds.oauth_flow import connect, register
 
 CATEGORIES = ["identity", "preference", "fact", "project", "skill", "mistake", "note"]
 
@@ -40,6 +44,9 @@ class Tenant:
     expired_key: str
     scoped_key: str = ""
     scope: str = ""
+    # OAuth access tokens of this mind (issued through the consent page): read and write,
+    # read only, limited to ``scope``, revoked, expired.
+    oauth: dict[str, str] = field(default_factory=dict)
     key_ids: list[str] = field(default_factory=list)
     memory_ids: list[str] = field(default_factory=list)
     scoped_ids: list[str] = field(default_factory=list)
@@ -53,7 +60,11 @@ class Tenant:
     def secrets(self) -> list[str]:
         """Strings that only this tenant's data contains and no request ever carries."""
         return [self.canary, self.scoped_canary, *self.memory_ids, *self.scoped_ids,
-                self.mind.id, *self.key_ids]
+                self.mind.id, *self.key_ids, *self.connection_ids]
+
+    @property
+    def connection_ids(self) -> list[str]:
+        return list(OAuthConnection.objects.filter(mind=self.mind).values_list("id", flat=True))
 
     @property
     def secrets_outside_scope(self) -> list[str]:
@@ -103,7 +114,26 @@ def fill(label: str, word: str, owner, count: int) -> Tenant:
                           path=tenant.scope, tags=[word, "shared"]).memory
     tenant.scoped_ids.append(inside.id)
     tenant.key_ids.append(scoped_row.id)
+    issue_oauth_tokens(tenant)
     return tenant
+
+
+def issue_oauth_tokens(tenant: Tenant) -> None:
+    """The owner approves one OAuth client on the consent page five times."""
+    browser = session_client(tenant.owner)
+    client_id = register().json()["client_id"]
+
+    def token(**options) -> str:
+        return connect(browser, tenant.mind, client_id=client_id, **options)["access_token"]
+
+    tenant.oauth = {"write": token(), "read": token(access="memory:read"),
+                    "scoped": token(paths=tenant.scope), "revoked": token(),
+                    "expired": token()}
+    revoked = OAuthConnection.objects.get(
+        access_token__token_checksum=token_checksum(tenant.oauth["revoked"]))
+    connection_revoke(connection=revoked, actor=tenant.owner)
+    AccessToken.objects.filter(token_checksum=token_checksum(tenant.oauth["expired"])).update(
+        expires=timezone.now() - timedelta(minutes=1))
 
 
 @pytest.fixture

@@ -35,9 +35,11 @@ CHECKS = [schemathesis.checks.not_a_server_error, status_code_conformance,
 
 
 @pytest.fixture(autouse=True)
-def connection_kept_across_requests():
+def connection_kept_across_requests(filled):
     """Like Django's test client: a raw WSGIHandler would close the test's connection
-    (and its transaction) at the end of every request."""
+    (and its transaction) at the end of every request. After ``filled``: building the
+    tenants goes through Django's test client (their OAuth tokens), which connects the
+    signals again when each of its requests ends."""
     from django.core.signals import request_finished, request_started
     from django.db import close_old_connections
 

@@ -1,16 +1,17 @@
 """Every route of /api/schema/ × every foreign credential: right status, no leak, no foreign write.
 
-The victim is one mind; the attackers are the other user's keys, JWT and session, the
-same owner's other mind, the victim's own read-only key on writes, its write key on
-human-only routes, revoked, expired and malformed keys, and no credentials at all. Path
+The victim is one mind; the attackers are the other user's keys, OAuth tokens, JWT and
+session, the same owner's other mind (key and OAuth token), the victim's own read-only key
+and read-only OAuth token on writes, its write key and OAuth token on human-only routes,
+revoked, expired and malformed keys and tokens, and no credentials at all. Path
 and body ids point at the victim's memories, mind and keys; ``q`` searches for the
 victim's words. Each body must be free of the victim's canaries and ids (unless the
 attacker sent that id), and the victim's rows must be byte-for-byte what they were.
 
-The victim's own path-scoped key is one more attacker, on every route: every memory of
-its mind outside its path is foreign to it (404 by id, absent from every answer, never
-written); its in-scope writes are legitimate, so only the rows outside its scope must be
-what they were.
+The victim's own path-scoped key (and path-scoped OAuth token) is one more attacker, on
+every route: every memory of its mind outside its path is foreign to it (404 by id, absent
+from every answer, never written); its in-scope writes are legitimate, so only the rows
+outside its scope must be what they were.
 """
 
 import json
@@ -145,6 +146,18 @@ def credentials(victim: Tenant, same_owner: Tenant, other_user: Tenant):
     yield "victim's revoked Mind Key", bearer(victim.revoked_key), "invalid"
     yield "victim's expired Mind Key", bearer(victim.expired_key), "invalid"
     yield "malformed Mind Key", bearer("mk_" + "x" * 10), "invalid"
+    # OAuth access tokens (issued through the consent page): one more kind of agent
+    # credential, with exactly a Mind Key's reach.
+    yield "other user's OAuth token", bearer(other_user.oauth["write"]), "foreign_key"
+    yield ("other user's read-only OAuth token", bearer(other_user.oauth["read"]),
+           "foreign_read_key")
+    yield "same owner's other mind's OAuth token", bearer(same_owner.oauth["write"]), \
+        "foreign_key"
+    yield "victim's read-only OAuth token", bearer(victim.oauth["read"]), "read_only"
+    yield "victim's OAuth token", bearer(victim.oauth["write"]), "own_key"
+    yield "victim's revoked OAuth token", bearer(victim.oauth["revoked"]), "invalid"
+    yield "victim's expired OAuth token", bearer(victim.oauth["expired"]), "invalid"
+    yield "unknown OAuth token", bearer("x" * 30), "invalid"
     yield "no credentials", APIClient(), "none"
 
 
@@ -153,6 +166,7 @@ def scoped_credentials(victim: Tenant):
     yield "victim's path-scoped Mind Key", bearer(victim.scoped_key), "scoped_key"
     yield ("victim's path-scoped Mind Key in ?key=", QueryKeyClient(victim.scoped_key),
            "scoped_query_key")
+    yield "victim's path-scoped OAuth token", bearer(victim.oauth["scoped"]), "scoped_key"
 
 
 def expected_statuses(op: Operation, kind: str) -> set[int] | None:

@@ -35,6 +35,14 @@ def redacted(message: str) -> str:
     (f'{{"refresh": "{JWT_SAMPLE}"}}', JWT_SAMPLE),
     (f'{{"access":"{JWT_SAMPLE}"}}', JWT_SAMPLE),
     (f"key {KEY_SAMPLE} was used", KEY_SAMPLE),
+    # OAuth: a redirect carrying a code, the token endpoint's form body and its answer.
+    ("Success url for the request: http://127.0.0.1:8/cb?code=Zx9codeSecret&state=s",
+     "Zx9codeSecret"),
+    ("grant_type=refresh_token&refresh_token=R3fr3shS3cret&client_id=c", "R3fr3shS3cret"),
+    ("code_verifier=V3rifierS3cretV3rifierS3cret&client_id=c", "V3rifierS3cretV3rifierS3cret"),
+    ('{"access_token": "Acc3ssS3cret", "expires_in": 3600}', "Acc3ssS3cret"),
+    ('{"client_secret": "Cl13ntS3cret"}', "Cl13ntS3cret"),
+    ("token=T0kenToRevoke&token_type_hint=refresh_token", "T0kenToRevoke"),
 ])
 def test_redaction_filter_removes_the_secret(line, secret):
     assert secret not in redacted(line)

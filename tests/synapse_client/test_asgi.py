@@ -61,7 +61,9 @@ def test_mcp_refuses_the_key_as_a_query_parameter(synapse_server, alice_key, rem
         assert response.status_code == 401
         assert response.json()["error"]["message"].startswith(
             "/mcp does not accept a Mind Key in the query string (?key=)")
-        assert response.headers["WWW-Authenticate"] == 'Bearer realm="synapse"'
+        assert response.headers["WWW-Authenticate"] == (
+            f'Bearer realm="synapse", resource_metadata="{synapse_server}/.well-known/'
+            'oauth-protected-resource/mcp", error="invalid_token"')
     lines = access_lines(caplog, '"POST /mcp" 401')
     assert not any("mk_" in line for line in lines)
     # The header alone is served.

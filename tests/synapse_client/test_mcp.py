@@ -237,17 +237,23 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 
 
-@pytest.mark.parametrize("authorization, message", [
-    (None, "A Mind Key is required"),
-    ("Bearer mk_notarealkey000000000000000000", "Malformed Mind Key."),
-    ("Bearer not-a-mind-key", "A Mind Key is required"),
+@pytest.mark.parametrize("authorization, message, error", [
+    (None, "A Mind Key (Authorization: Bearer mk_…", ""),
+    ("Bearer mk_notarealkey000000000000000000", "Malformed Mind Key.", ', error="invalid_token"'),
+    # Not a Mind Key: an OAuth access token, then (MCP hosts that sign in with OAuth).
+    ("Bearer not-a-mind-key", "Unknown OAuth access token.", ', error="invalid_token"'),
+    # A human's JWT (it has dots): /mcp is for agents.
+    ("Bearer a.b.c", "or an OAuth access token is required", ""),
 ])
 def test_mcp_endpoint_refuses_a_missing_or_wrong_key_with_401(synapse_server, authorization,
-                                                              message):
+                                                              message, error):
     headers = {**MCP_HEADERS, **({"Authorization": authorization} if authorization else {})}
     response = httpx.post(f"{synapse_server}/mcp", json=INITIALIZE, headers=headers)
     assert response.status_code == 401
-    assert response.headers["WWW-Authenticate"] == 'Bearer realm="synapse"'
+    # RFC 9728 §5.1: the 401 names the metadata an OAuth client starts from.
+    assert response.headers["WWW-Authenticate"] == (
+        f'Bearer realm="synapse", resource_metadata="{synapse_server}/.well-known/'
+        f'oauth-protected-resource/mcp"{error}')
     error = response.json()["error"]
     assert error["status"] == 401 and message in error["message"]
 
