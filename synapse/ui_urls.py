@@ -31,6 +31,7 @@ urlpatterns = [
     path(f"{mind}/keys", mind_views.KeysView.as_view(), name="keys"),
     path(f"{mind}/keys/<str:key_id>/revoke", mind_views.KeyRevokeView.as_view(),
          name="key-revoke"),
+    path(f"{mind}/connect", mind_views.ConnectView.as_view(), name="connect"),
     path(f"{mind}/settings", mind_views.MindSettingsView.as_view(), name="settings"),
     path(f"{mind}/delete", mind_views.MindDeleteView.as_view(), name="mind-delete"),
     path(memory, memory_views.MemoryDetailView.as_view(), name="memory"),
