@@ -34,6 +34,8 @@ from minds.services import (
     mind_update,
     minds_with_counts,
 )
+from synapse.agent_config import KEY_PLACEHOLDER, MCP_PATH, MIND_KEY, hosts, with_key
+from synapse.origin import public_origin, public_url
 
 
 class SignInView(auth_views.LoginView):
@@ -117,6 +119,33 @@ class KeysView(MindView):
             return self.get(request, mind_id, form=form)
         key, plaintext = key_issue(mind=self.mind, created_by=request.user, **form.cleaned_data)
         # Rendered in this response, never stored or redirected: the plaintext exists once.
+        return self.get(request, mind_id, new_key=key, plaintext=plaintext)
+
+
+class ConnectView(MindView):
+    """Connect an agent: each host's configuration with this server's URL; for key-based
+    runners a form that creates a Mind Key and fills it into the snippets of this one
+    response (never stored, never shown again)."""
+
+    tab = "connect"
+
+    def get(self, request, mind_id, form: KeyForm | None = None, new_key=None,
+            plaintext: str = ""):
+        configured = hosts(public_origin(request))
+        if plaintext:
+            configured = with_key(configured, plaintext)
+        return self.render("minds/connect.html", {
+            "hosts": configured, "mcp_url": public_url(request, MCP_PATH),
+            "form": form or KeyForm(initial={"name": "agent"}), "new_key": new_key,
+            "plaintext": plaintext, "placeholder": KEY_PLACEHOLDER, "mind_key": MIND_KEY,
+        }, status=400 if form is not None and form.errors else 200)
+
+    def post(self, request, mind_id):
+        form = KeyForm(request.POST)
+        if not form.is_valid():
+            return self.get(request, mind_id, form=form)
+        key, plaintext = key_issue(mind=self.mind, created_by=request.user, **form.cleaned_data)
+        # As on the Keys page: rendered in this response only, never stored or redirected.
         return self.get(request, mind_id, new_key=key, plaintext=plaintext)
 
 

@@ -44,6 +44,7 @@ urlpatterns = [
     path(f"{mind}/apps", mind_views.ConnectionsView.as_view(), name="connections"),
     path(f"{mind}/apps/<str:connection_id>/revoke", mind_views.ConnectionRevokeView.as_view(),
          name="connection-revoke"),
+    path(f"{mind}/connect", mind_views.ConnectView.as_view(), name="connect"),
     path(f"{mind}/settings", mind_views.MindSettingsView.as_view(), name="settings"),
     path(f"{mind}/delete", mind_views.MindDeleteView.as_view(), name="mind-delete"),
     path(memory, memory_views.MemoryDetailView.as_view(), name="memory"),

@@ -7,6 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from oauth2_provider.views import RevokeTokenView, TokenView
 
 from minds import oauth_views
+from synapse.agent_config_api import AgentConfigurationView
 
 handler404 = "synapse.api.json_handler404"
 handler500 = "synapse.api.json_handler500"
@@ -28,6 +29,9 @@ urlpatterns = [
     path("oauth/token", TokenView.as_view(), name="oauth-token"),
     path("oauth/register", oauth_views.RegisterView.as_view(), name="oauth-register"),
     path("oauth/revoke", RevokeTokenView.as_view(), name="oauth-revoke"),
+    # Django serves it: synapse.asgi hands MCP exactly /mcp and /mcp/, nothing below them.
+    path("mcp/config/autonomous-agent", AgentConfigurationView.as_view(),
+         name="mcp-agent-config"),
     path("", include("minds.api.urls")),
     path("", include("memories.api.urls")),
 ]

@@ -46,7 +46,7 @@ def ui_pages(mind, memory) -> list[str]:
             f"{base}/memories/{memory.id}", f"{base}/memories/{memory.id}?from=1&to=2",
             f"{base}/memories/{memory.id}/edit", f"{base}/queue", f"{base}/trash",
             f"{base}/stats", f"{base}/activity", f"{base}/reset", f"{base}/keys",
-            f"{base}/settings",
+            f"{base}/settings", f"{base}/connect",
             f"{base}/?path=projects/synapse&memory_type=episodic", f"{base}/?path=a//b",
             f"{base}/timeline?path=projects/synapse/meetings",
             f"{base}/timeline?path=projects/synapse/meetings&at={memory.id}",
@@ -84,6 +84,8 @@ def test_every_ui_and_admin_page_has_the_policy_and_no_inline_script(a_mind_with
     # The page that shows a new key once, and a form with errors.
     responses["key created"] = client.post(f"/ui/minds/{mind.id}/keys",
                                            {"name": "shown once", "scope": "read"})
+    responses["key created on the connect page"] = client.post(
+        f"/ui/minds/{mind.id}/connect", {"name": "filled in once", "scope": "write"})
     responses["invalid form"] = client.post(f"/ui/minds/{mind.id}/memories/new", {})
     responses["invalid timeline"] = client.get(f"/ui/minds/{mind.id}/timeline?path=../x")
     responses["bulk trash confirmation"] = client.post(

@@ -65,7 +65,33 @@
       refresh(event.target.name);
     }
   });
+  // Host picker (Connect an agent): one host at a time, chosen by the links of
+  // <nav data-host-picker>, remembered in the URL's fragment (and so across the key form's
+  // post). Without this script every host is shown, one after the other.
+  function showHost(picker, id) {
+    var links = Array.prototype.slice.call(picker.querySelectorAll("a[href^='#host-']"));
+    if (!links.some(function (link) { return link.hash === "#" + id; })) id = links[0].hash.slice(1);
+    links.forEach(function (link) {
+      var section = document.getElementById(link.hash.slice(1));
+      var chosen = link.hash === "#" + id;
+      if (section) section.hidden = !chosen;
+      if (chosen) link.setAttribute("aria-current", "true"); else link.removeAttribute("aria-current");
+    });
+    document.querySelectorAll("form[data-keep-host]").forEach(function (form) {
+      form.action = window.location.pathname + "#" + id;
+    });
+  }
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest("[data-host-picker] a[href^='#host-']");
+    if (!link) return;
+    event.preventDefault();
+    history.replaceState(null, "", link.hash);
+    showHost(link.closest("[data-host-picker]"), link.hash.slice(1));
+  });
   document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("[data-host-picker]").forEach(function (picker) {
+      showHost(picker, window.location.hash.slice(1));
+    });
     // On a phone, unused filters fold away behind their summary.
     if (window.matchMedia("(max-width: 600px)").matches) {
       document.querySelectorAll("details[data-collapse-narrow]").forEach(function (panel) {
