@@ -180,7 +180,12 @@ def _codex(mcp_url: str) -> Host:
 def _cursor(mcp_url: str) -> Host:
     agent = "cursor"
     location = "~/.cursor/mcp.json (every project) or .cursor/mcp.json (one project)"
-    return Host(id="cursor", name="Cursor", agent=agent, notes=(), variants=(
+    return Host(id="cursor", name="Cursor", agent=agent, notes=(
+        "This server accepts OAuth redirects to https addresses and to loopback http "
+        "addresses only, as the MCP authorization specification asks. A Cursor version "
+        "that registers a cursor:// callback is refused (invalid_redirect_uri): use the "
+        "Mind Key variant with it.",
+    ), variants=(
         Variant("oauth", OAUTH, "OAuth", steps=(
             "Add the server to mcp.json:",
             "In Cursor Settings → MCP (Tools & Integrations in recent versions), synapse "
