@@ -166,7 +166,9 @@ def test_served_by_django_through_the_asgi_app_not_swallowed_by_mcp():
     # /mcp and /mcp/ are the MCP endpoint (a Mind Key or token required)...
     for refused in (mcp, mcp_slash):
         assert refused.status_code == 401
-        assert refused.json()["error"]["message"].startswith("A Mind Key is required")
+        assert refused.json()["error"]["message"].startswith("A Mind Key (Authorization")
+        assert refused.headers["WWW-Authenticate"].endswith(
+            '/.well-known/oauth-protected-resource/mcp"')
     # ... and nothing below them: Django answers, with its own 404.
     for missing in (config_slash, below):
         assert missing.status_code == 404
