@@ -100,7 +100,20 @@ class MindListView(SignedInView):
         return redirect("ui:keys", mind_id=mind.id)
 
 
-class KeysView(MindView):
+class KeyIssuingView(MindView):
+    """A page with the key form (Keys, Connect an agent): a valid post issues a Mind Key
+    and renders the page with it; ``get`` takes the form, the key and its plaintext."""
+
+    def post(self, request, mind_id):
+        form = KeyForm(request.POST)
+        if not form.is_valid():
+            return self.get(request, mind_id, form=form)
+        key, plaintext = key_issue(mind=self.mind, created_by=request.user, **form.cleaned_data)
+        # Rendered in this response, never stored or redirected: the plaintext exists once.
+        return self.get(request, mind_id, new_key=key, plaintext=plaintext)
+
+
+class KeysView(KeyIssuingView):
     """Mind Keys: the list, a form to issue one (shown once), revoke."""
 
     tab = "keys"
@@ -113,16 +126,8 @@ class KeysView(MindView):
             "plaintext": plaintext, "api_base": request.build_absolute_uri("/").rstrip("/"),
         }, status=400 if form is not None and form.errors else 200)
 
-    def post(self, request, mind_id):
-        form = KeyForm(request.POST)
-        if not form.is_valid():
-            return self.get(request, mind_id, form=form)
-        key, plaintext = key_issue(mind=self.mind, created_by=request.user, **form.cleaned_data)
-        # Rendered in this response, never stored or redirected: the plaintext exists once.
-        return self.get(request, mind_id, new_key=key, plaintext=plaintext)
 
-
-class ConnectView(MindView):
+class ConnectView(KeyIssuingView):
     """Connect an agent: each host's configuration with this server's URL; for key-based
     runners a form that creates a Mind Key and fills it into the snippets of this one
     response (never stored, never shown again)."""
@@ -139,14 +144,6 @@ class ConnectView(MindView):
             "form": form or KeyForm(initial={"name": "agent"}), "new_key": new_key,
             "plaintext": plaintext, "placeholder": KEY_PLACEHOLDER, "mind_key": MIND_KEY,
         }, status=400 if form is not None and form.errors else 200)
-
-    def post(self, request, mind_id):
-        form = KeyForm(request.POST)
-        if not form.is_valid():
-            return self.get(request, mind_id, form=form)
-        key, plaintext = key_issue(mind=self.mind, created_by=request.user, **form.cleaned_data)
-        # As on the Keys page: rendered in this response only, never stored or redirected.
-        return self.get(request, mind_id, new_key=key, plaintext=plaintext)
 
 
 class KeyRevokeView(MindView):
