@@ -247,13 +247,12 @@ class PasswordResetView(View):
             return render(request, self.template_name, {"form": form, "available": True},
                           status=400)
         email = form.cleaned_data["email"]
-        wait = reset_wait(request, email)
-        if wait is not None:
-            form.add_error(None, f"Too many reset requests. Try again in {wait} seconds.")
-            response = render(request, self.template_name, {"form": form, "available": True},
-                              status=429)
-            response["Retry-After"] = str(wait)
-            return response
+        form.retry_after = reset_wait(request, email)
+        if form.retry_after is not None:
+            form.add_error(None, f"Too many reset requests. Try again in {form.retry_after} "
+                                 "seconds.")
+            return refuse_if_limited(
+                render(request, self.template_name, {"form": form, "available": True}), form)
         password_reset_send(request, email)
         return redirect("ui:password-reset-sent")
 
