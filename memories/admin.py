@@ -15,7 +15,8 @@ from memories.models import AuditEvent, Memory, MemoryVersion
 from memories.paths import InvalidPath, normalize_path
 from memories.recall import display_content
 from memories.services import VersionConflict, memory_set_verified, memory_verify_many
-from minds.admin import OwnMindsOnly
+from minds.access import Action
+from minds.admin import MemberMindsOnly
 
 
 class StateFilter(admin.SimpleListFilter):
@@ -78,7 +79,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class MemoryAdmin(OwnMindsOnly, admin.ModelAdmin):
+class MemoryAdmin(MemberMindsOnly, admin.ModelAdmin):
     """Read-only: memories change through the API, the web UI and the services, which keep
     versions, the audit log and embeddings in step. Staff verify and unverify with the
     actions. Credentials content is never shown here."""
@@ -92,6 +93,7 @@ class MemoryAdmin(OwnMindsOnly, admin.ModelAdmin):
     search_fields = ["key", "content", "id", "path"]
     ordering = ["-updated_at"]
     actions = ["verify", "unverify"]
+    change_action = Action.WRITE
     fields = ["id", "mind", "category", "key", "memory_type", "path", "occurred_at",
               "shown_content", "tags", "priority", "source", "verified", "verified_by",
               "verified_at", "confidence", "expires_at", "version", "versions", "created_at",
@@ -132,6 +134,8 @@ class MemoryAdmin(OwnMindsOnly, admin.ModelAdmin):
     def verify(self, request, queryset):
         """First a page with the whole content of each selected memory; its confirm button
         verifies each at the version shown there (all or nothing)."""
+        # Only memories of minds where this human may write (an editor or owner).
+        queryset = self.allowed(request, queryset, Action.WRITE)
         if request.POST.get("post") != "yes":
             return self._confirm_verify(request, queryset)
         form = VerifySelectionForm(request.POST)
@@ -178,7 +182,7 @@ class MemoryAdmin(OwnMindsOnly, admin.ModelAdmin):
 
     def _set_verified(self, request, queryset, *, verified: bool) -> None:
         changed = 0
-        for memory in queryset.alive():
+        for memory in self.allowed(request, queryset, Action.WRITE).alive():
             if memory.verified != verified:
                 memory_set_verified(memory=memory, user=request.user, verified=verified)
                 changed += 1
@@ -186,10 +190,10 @@ class MemoryAdmin(OwnMindsOnly, admin.ModelAdmin):
         self.message_user(request, f"{word} {changed} memory(ies).", messages.SUCCESS)
 
 
-class MemoryVersionAdmin(OwnMindsOnly, ReadOnlyAdmin):
+class MemoryVersionAdmin(MemberMindsOnly, ReadOnlyAdmin):
     """The versions of memories, as written: read-only, credentials never shown."""
 
-    owner_path = "memory__mind__owner"
+    mind_path = "memory__mind"
     list_display = ["memory", "version", "category", "key", "memory_type", "path",
                     "occurred_at", "preview", "recorded_by", "agent", "created_at"]
     list_filter = ["memory_type", PathFilter, "category", "recorded_by_type"]
@@ -215,7 +219,7 @@ class MemoryVersionAdmin(OwnMindsOnly, ReadOnlyAdmin):
         return "[credentials]" if version.is_credentials else version.content
 
 
-class AuditEventAdmin(OwnMindsOnly, ReadOnlyAdmin):
+class AuditEventAdmin(MemberMindsOnly, ReadOnlyAdmin):
     """The audit log, append-only: nobody adds, edits or deletes an event here."""
 
     list_display = ["created_at", "action", "actor_type", "actor_label", "agent", "mind",

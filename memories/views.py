@@ -56,6 +56,7 @@ from memories.services import (
 )
 from memories.stats import mind_stats
 from memories.timeline import neighbours, timeline, timeline_page
+from minds.access import Action
 from minds.views import MindView
 from synapse.provenance import CLAIM_FILTERS, claim_filters
 
@@ -200,6 +201,8 @@ class MemoryBrowserView(MemoryPageView):
 
 class MemoryCreateView(MemoryPageView):
     """A human writes a memory (stored as source=user, verified)."""
+
+    mind_action = Action.WRITE
 
     tab = "memories"
 
@@ -358,6 +361,7 @@ def _int(raw, default: int) -> int:
 
 
 class MemoryEditView(MemoryPageView):
+    mind_action = Action.WRITE
     tab = "memories"
 
     def get(self, request, mind_id, memory_id, form=None):
@@ -590,6 +594,8 @@ class StatsView(MemoryPageView):
 class ResetView(MemoryPageView):
     """Reset a scope: every memory under a path (optionally of one type or category)
     purged for good, with the path typed again; the counts shown afterwards."""
+
+    mind_action = Action.MANAGE
 
     tab = "settings"
 

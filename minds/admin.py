@@ -5,10 +5,12 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.contrib.postgres.aggregates import StringAgg
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from minds.models import Mind, MindKey, OAuthConnection
+from minds.access import Action, minds_for
+from minds.models import Membership, Mind, MindKey, OAuthConnection, Role
 from minds.services import (
     KEY_SETTINGS,
     MIND_SETTINGS,
@@ -25,44 +27,56 @@ from minds.services import (
 from synapse.text import validate_single_line
 
 
-class OwnMindsOnly:
-    """For a ModelAdmin: staff who are not superusers see and act on the minds they own and
-    what is in them, nothing else (lists, pages, actions, foreign-key choices); superusers
-    on every mind. ``owner_path`` leads from the model to the owner of its mind."""
+class MemberMindsOnly:
+    """For a ModelAdmin: staff who are not superusers see the minds they are members of and
+    what is in them, nothing else (lists, pages, foreign-key choices), and change what
+    their role allows (minds.access: the check of the API and the web UI); superusers act
+    on every mind. ``mind_path`` leads from the model to its mind (empty: the model is
+    Mind); ``change_action`` is what changing or deleting a row takes."""
 
-    owner_path = "mind__owner"
+    mind_path = "mind"
+    change_action = Action.MANAGE
+
+    def _mind_lookup(self) -> str:
+        return f"{self.mind_path}__in" if self.mind_path else "pk__in"
 
     def get_queryset(self, request):
-        queryset = super().get_queryset(request)
+        return self.allowed(request, super().get_queryset(request), Action.READ)
+
+    def allowed(self, request, queryset, action: Action):
+        """``queryset`` narrowed to the minds on which the signed-in human may ``action``."""
         if request.user.is_superuser:
             return queryset
-        return queryset.filter(**{self.owner_path: request.user})
+        return queryset.filter(**{self._mind_lookup(): minds_for(request.user, action)
+                                  .values("pk")})
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if not request.user.is_superuser:
-            if db_field.related_model is Mind:
-                kwargs["queryset"] = Mind.objects.owned_by(request.user)
-            elif db_field.name == "owner":
-                kwargs["queryset"] = get_user_model().objects.filter(pk=request.user.pk)
+        if not request.user.is_superuser and db_field.related_model is Mind:
+            kwargs["queryset"] = minds_for(request.user, self.change_action)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
-    def owns(self, request, obj) -> bool:
-        """Whether the signed-in human may see or act on ``obj`` (None: the list)."""
+    def may(self, request, obj, action: Action) -> bool:
+        """Whether the signed-in human may ``action`` on ``obj`` (None: the list)."""
         if obj is None or request.user.is_superuser:
             return True
-        *path, last = self.owner_path.split("__")
-        for step in path:
-            obj = getattr(obj, step)
-        return getattr(obj, f"{last}_id") == request.user.pk
+        mind_id = obj.pk
+        if self.mind_path:
+            *path, last = self.mind_path.split("__")
+            for step in path:
+                obj = getattr(obj, step)
+            mind_id = getattr(obj, f"{last}_id")
+        return minds_for(request.user, action).filter(pk=mind_id).exists()
 
     def has_view_permission(self, request, obj=None):
-        return super().has_view_permission(request, obj) and self.owns(request, obj)
+        return super().has_view_permission(request, obj) and self.may(request, obj, Action.READ)
 
     def has_change_permission(self, request, obj=None):
-        return super().has_change_permission(request, obj) and self.owns(request, obj)
+        return (super().has_change_permission(request, obj)
+                and self.may(request, obj, self.change_action))
 
     def has_delete_permission(self, request, obj=None):
-        return super().has_delete_permission(request, obj) and self.owns(request, obj)
+        return (super().has_delete_permission(request, obj)
+                and self.may(request, obj, self.change_action))
 
 
 def _deletion_summary(minds) -> tuple[list[str], dict[str, int]]:
@@ -90,18 +104,47 @@ class SingleLineNameAdmin(admin.ModelAdmin):
         return field
 
 
-class MindAdmin(OwnMindsOnly, SingleLineNameAdmin):
-    owner_path = "owner"
-    list_display = ["name", "id", "owner", "unverified_in_recall", "search_language",
+class MindAddForm(forms.ModelForm):
+    """A new mind names its first owner (superusers pick anyone; staff, themselves)."""
+
+    owner = forms.ModelChoiceField(queryset=get_user_model().objects.none())
+
+    class Meta:
+        model = Mind
+        fields = ["name", "unverified_in_recall", "search_language"]
+
+
+class MindAdmin(MemberMindsOnly, SingleLineNameAdmin):
+    mind_path = ""
+    list_display = ["name", "id", "owners", "unverified_in_recall", "search_language",
                     "agents_may_reset", "memory_count", "created_at"]
     list_filter = ["unverified_in_recall", "search_language", "agents_may_reset"]
-    list_select_related = ["owner"]
-    search_fields = ["name", "id", "owner__username"]
+    search_fields = ["name", "id", "memberships__user__username"]
     ordering = ["-created_at"]
+    add_form = MindAddForm
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(
-            live_memories=Count("memories", filter=Q(memories__deleted_at__isnull=True)))
+            live_memories=Count("memories", filter=Q(memories__deleted_at__isnull=True),
+                                distinct=True),
+            owner_names=StringAgg("memberships__user__username", ", ", distinct=True,
+                                  filter=Q(memberships__role=Role.OWNER)))
+
+    @admin.display(description="owners")
+    def owners(self, mind: Mind) -> str:
+        return mind.owner_names or ""
+
+    def get_form(self, request, obj=None, **kwargs):
+        if obj is None:
+            kwargs["form"] = self.add_form
+        form = super().get_form(request, obj, **kwargs)
+        if obj is None:
+            users = get_user_model().objects.filter(is_active=True)
+            if not request.user.is_superuser:
+                users = users.filter(pk=request.user.pk)
+            form.base_fields["owner"].queryset = users
+            form.base_fields["owner"].initial = request.user.pk
+        return form
 
     @admin.display(description="memories", ordering="live_memories")
     def memory_count(self, mind: Mind) -> int:
@@ -116,12 +159,20 @@ class MindAdmin(OwnMindsOnly, SingleLineNameAdmin):
         return field
 
     def get_fields(self, request, obj=None):
-        fields = ["owner", "name", "unverified_in_recall", "search_language"]
+        fields = ["name", "unverified_in_recall", "search_language"]
         # Set by mind_update when the language changes, cleared by the embedding worker.
-        return fields if obj is None else [*fields, "agents_may_reset", "reindex_pending"]
+        return (["owner", *fields] if obj is None
+                else [*fields, "agents_may_reset", "reindex_pending", "members"])
 
     def get_readonly_fields(self, request, obj=None):
-        return ["owner", "reindex_pending"] if obj is not None else []
+        return ["reindex_pending", "members"] if obj is not None else []
+
+    @admin.display(description="members")
+    def members(self, mind: Mind) -> str:
+        # Read-only here: members change on the mind's Members page and through its API
+        # (minds.services keeps the last owner and revokes a departing owner's keys).
+        return ", ".join(f"{membership.user.get_username()} ({membership.role})"
+                         for membership in mind.memberships.select_related("user"))
 
     def save_model(self, request, obj, form, change):
         if change:
@@ -129,7 +180,7 @@ class MindAdmin(OwnMindsOnly, SingleLineNameAdmin):
                        if name in MIND_SETTINGS}
             mind_update(mind=Mind.objects.get(pk=obj.pk), actor=request.user, **changes)
             return
-        created = mind_create(owner=obj.owner, name=obj.name,
+        created = mind_create(owner=form.cleaned_data["owner"], name=obj.name,
                               unverified_in_recall=obj.unverified_in_recall,
                               search_language=obj.search_language, actor=request.user)
         obj.pk = created.pk
@@ -184,7 +235,7 @@ class MindKeyAddForm(forms.ModelForm):
         return expires_at
 
 
-class MindKeyAdmin(OwnMindsOnly, SingleLineNameAdmin):
+class MindKeyAdmin(MemberMindsOnly, SingleLineNameAdmin):
     """Keys are issued here (the plaintext is shown once, in a message) and revoked with the
     action; the secret's hash never appears, and a revoked key is read-only."""
 
@@ -281,7 +332,11 @@ class SynapseUserAdmin(UserAdmin):
 
     def get_deleted_objects(self, objs, request):
         users = list(objs)
-        minds = list(Mind.objects.filter(owner__in=users))
+        # What account_delete deletes: the minds these users own with no other owner.
+        owners_else = Membership.objects.filter(role=Role.OWNER).exclude(user__in=users)
+        minds = list(Mind.objects.filter(memberships__user__in=users,
+                                         memberships__role=Role.OWNER)
+                     .exclude(pk__in=owners_else.values("mind")).distinct())
         lines, counts = _deletion_summary(minds)
         perms_needed = set() if self.has_delete_permission(request) else {"user"}
         return ([f"User {user.get_username()}" for user in users] + lines,
@@ -295,7 +350,7 @@ class SynapseUserAdmin(UserAdmin):
             self.delete_model(request, user)
 
 
-class OAuthConnectionAdmin(OwnMindsOnly, admin.ModelAdmin):
+class OAuthConnectionAdmin(MemberMindsOnly, admin.ModelAdmin):
     """OAuth connections (what a mind's owner approved on the consent page): read-only,
     revoked with the action, never added here (only the consent page creates them) nor
     deleted (the row keeps the audit trail readable)."""

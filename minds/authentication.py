@@ -5,13 +5,13 @@ import copy
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import F, Func, Value
+from django.db.models import Exists, F, Func, OuterRef, Value
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 from rest_framework import authentication, exceptions, permissions
 
 from minds.keys import key_matches, parse_lookup
-from minds.models import Mind, MindKey, OAuthConnection
+from minds.models import Membership, Mind, MindKey, OAuthConnection, Role
 from minds.oauth import RESOURCE_METADATA_PATH, token_checksum
 from synapse.origin import public_origin, public_url
 from synapse.provenance import InvalidProvenance, provenance_from_headers
@@ -99,11 +99,12 @@ class AgentAuthentication(authentication.BaseAuthentication):
     """``Authorization: Bearer mk_…`` (a Mind Key), ``?key=mk_…`` on reads (GET, HEAD,
     OPTIONS), or ``Authorization: Bearer <OAuth access token>``.
 
-    Returns None when none of these is presented (a JWT has dots: simplejwt tries it
-    next); raises on a Mind Key that is malformed, unknown, expired or revoked, whose
-    creator or mind owner has been deactivated, or that comes as ``?key=`` on a write;
-    and on an access token that is unknown, expired, of a revoked connection, issued for
-    another resource, or whose mind owner or approver has been deactivated.
+    Returns None when none of these is presented (a JWT has dots: simplejwt tries it next);
+    raises on a Mind Key that is malformed, unknown, expired or revoked, whose creator has
+    been deactivated or whose mind has no active owner left, or that comes as ``?key=`` on a
+    write; and on an access token that is unknown, expired, of a revoked connection, issued
+    for another resource, whose approver has been deactivated or whose mind has no active
+    owner left.
     """
 
     keyword = "Bearer"
@@ -119,7 +120,8 @@ class AgentAuthentication(authentication.BaseAuthentication):
         lookup = parse_lookup(plaintext)
         if lookup is None:
             raise exceptions.AuthenticationFailed("Malformed Mind Key.")
-        key = (MindKey.objects.select_related("mind__owner", "created_by")
+        key = (MindKey.objects.select_related("mind", "created_by")
+               .annotate(mind_has_owner=active_owner_exists("mind"))
                .filter(lookup=lookup).first())
         if key is None or not key_matches(plaintext, key.hashed_secret):
             raise exceptions.AuthenticationFailed("Unknown Mind Key.")
@@ -128,9 +130,10 @@ class AgentAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("This Mind Key has been revoked.")
         if key.expires_at is not None and key.expires_at <= now:
             raise exceptions.AuthenticationFailed("This Mind Key has expired.")
-        # A deactivated account's JWTs stop at once; the keys it handed out stop with them.
-        if not key.mind.owner.is_active or (key.created_by is not None
-                                            and not key.created_by.is_active):
+        # A deactivated account's JWTs stop at once; the keys it handed out stop with them,
+        # and so does every key of a mind none of whose owners is active.
+        if not key.mind_has_owner or (key.created_by is not None
+                                      and not key.created_by.is_active):
             raise exceptions.AuthenticationFailed(
                 "This Mind Key belongs to a deactivated account.")
         self._touch(key, now)
@@ -167,6 +170,13 @@ class AgentAuthentication(authentication.BaseAuthentication):
 MindKeyAuthentication = AgentAuthentication
 
 
+def active_owner_exists(mind_path: str) -> Exists:
+    """Whether the mind at ``mind_path`` still has an owner whose account is active: an
+    annotation, so the credential and this come back in one query."""
+    return Exists(Membership.objects.filter(mind=OuterRef(mind_path), role=Role.OWNER,
+                                            user__is_active=True))
+
+
 def oauth_token_of(request) -> str | None:
     """The OAuth access token of ``Authorization: Bearer …``: neither a Mind Key (mk_…)
     nor a JWT (which has dots); None when there is none."""
@@ -182,11 +192,12 @@ def oauth_token_of(request) -> str | None:
 def authenticate_connection(request, token: str) -> OAuthConnection:
     """The connection an OAuth access token acts for; AuthenticationFailed when the token
     is unknown or expired, its connection revoked, its resource (RFC 8707) not this
-    server's origin, or the mind's owner or the approving human deactivated."""
+    server's origin, the approving human deactivated, or no active owner left."""
     access = (get_access_token_model().objects
-              .select_related("synapse_connection__mind__owner",
+              .select_related("synapse_connection__mind",
                               "synapse_connection__application",
                               "synapse_connection__approved_by")
+              .annotate(mind_has_owner=active_owner_exists("synapse_connection__mind"))
               .filter(token_checksum=token_checksum(token)).first())
     connection = getattr(access, "synapse_connection", None) if access is not None else None
     if connection is None:
@@ -201,8 +212,8 @@ def authenticate_connection(request, token: str) -> OAuthConnection:
     if connection.resource != origin or list(access.resource or []) != [origin]:
         raise exceptions.AuthenticationFailed(
             f"This OAuth access token was issued for another resource, not {origin}.")
-    if not connection.mind.owner.is_active or (connection.approved_by is not None
-                                               and not connection.approved_by.is_active):
+    if not access.mind_has_owner or (connection.approved_by is not None
+                                     and not connection.approved_by.is_active):
         raise exceptions.AuthenticationFailed(
             "This OAuth connection belongs to a deactivated account.")
     _touch_connection(connection, now, _instance_of(request))

@@ -10,6 +10,7 @@ from django.http import QueryDict
 from django.utils import timezone
 from oauth2_provider.forms import AllowForm
 
+from minds.access import Action, minds_for
 from minds.models import Mind, MindKey, OAuthConnection
 from minds.services import clean_key_paths
 from synapse.text import validate_single_line
@@ -96,7 +97,8 @@ class ConsentForm(AllowForm):
 
     def __init__(self, *args, user, requested_scopes: list[str], **kwargs):
         super().__init__(*args, **kwargs)
-        self.minds = {mind.id: mind for mind in Mind.objects.owned_by(user).order_by(
+        # Connecting an app hands it agent access: minds the person may manage (owners).
+        self.minds = {mind.id: mind for mind in minds_for(user, Action.MANAGE).order_by(
             "name", "created_at")}
         self.fields["mind"].choices = [(mind.id, mind.name) for mind in self.minds.values()]
         if len(self.minds) == 1:

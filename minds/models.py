@@ -3,17 +3,30 @@
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
 from synapse.ids import new_connection_id, new_key_id, new_mind_id
 
 
+class Role(models.TextChoices):
+    """What a member may do on a mind (minds.access says which action needs which)."""
+
+    OWNER = "owner", "owner"
+    EDITOR = "editor", "editor"
+    VIEWER = "viewer", "viewer"
+
+
 class MindQuerySet(models.QuerySet):
+    def of_member(self, user) -> "MindQuerySet":
+        """The minds ``user`` is a member of, each annotated with their ``role``: what
+        minds.access narrows by action; views reach minds only through it."""
+        return self.filter(memberships__user=user).annotate(role=F("memberships__role"))
+
     def owned_by(self, user) -> "MindQuerySet":
-        """Minds of one human; the only way views reach minds."""
-        return self.filter(owner=user)
+        """The minds ``user`` owns (alone or with other owners)."""
+        return self.of_member(user).filter(role=Role.OWNER)
 
 
 # The text-search languages a mind may use: PostgreSQL's Snowball configurations of every
@@ -39,8 +52,7 @@ class Mind(models.Model):
 
     id = models.CharField(primary_key=True, max_length=40, default=new_mind_id, editable=False)
     name = models.CharField(max_length=200)
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
-                              related_name="minds")
+    # Its people are its memberships (Membership): owners, editors, viewers.
     unverified_in_recall = models.CharField(max_length=10, choices=UnverifiedInRecall.choices,
                                             default=UnverifiedInRecall.MARKED)
     # How its memories are stemmed for keyword search; a change re-indexes them through
@@ -72,6 +84,33 @@ class Mind(models.Model):
     @property
     def search_config(self) -> str:
         return search_config(self.search_language)
+
+    def owners(self) -> models.QuerySet:
+        """The people who own this mind (at least one: minds.services keeps it so)."""
+        from django.contrib.auth import get_user_model
+
+        return get_user_model().objects.filter(memberships__mind=self,
+                                               memberships__role=Role.OWNER)
+
+
+class Membership(models.Model):
+    """One person's role on one mind. Every mind has at least one owner
+    (minds.members keeps it so)."""
+
+    mind = models.ForeignKey(Mind, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["mind", "user"],
+                                               name="membership_unique")]
+        indexes = [models.Index(fields=["user", "mind"], name="membership_user_mind")]
+
+    def __str__(self) -> str:
+        return f"{self.user} is {self.role} of {self.mind_id}"
 
 
 class MindKeyQuerySet(models.QuerySet):

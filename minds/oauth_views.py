@@ -26,8 +26,9 @@ from oauth2_provider.views import AuthorizationView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 from rest_framework.throttling import BaseThrottle
 
+from minds.access import Action, minds_for
 from minds.forms import ConsentForm
-from minds.models import Mind, OAuthConnection
+from minds.models import OAuthConnection
 from minds.oauth import (
     GRANT_TYPES,
     SCOPES,
@@ -141,7 +142,7 @@ class ConsentView(AuthorizationView):
             "application": application,
             "client_name": (application.name or application.client_id) if application else "",
             "redirect_host": urlsplit(data.get("redirect_uri") or "").hostname or "",
-            "has_minds": Mind.objects.owned_by(self.request.user).exists(),
+            "has_minds": minds_for(self.request.user, Action.MANAGE).exists(),
         })
         return context
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from memories.paths import InvalidPath, normalize_prefixes
 from minds.keys import generate_key
-from minds.models import Mind, MindKey, MindQuerySet, OAuthConnection
+from minds.models import Membership, Mind, MindKey, MindQuerySet, OAuthConnection, Role
 
 
 def registration_open() -> bool:
@@ -49,15 +49,16 @@ def _count_per_mind(queryset) -> Coalesce:
     return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
 
-def minds_with_counts(*, owner) -> MindQuerySet:
-    """The minds of ``owner``, annotated with ``memory_count`` (current memories),
-    ``unverified_count`` (the verification queue) and ``key_count`` (usable keys): what the
-    minds list shows, in the API and the web UI alike. A read, not a write: it lives here
-    because it counts memories, and minds.models sits below memories.models."""
+def minds_with_counts(*, member) -> MindQuerySet:
+    """The minds ``member`` belongs to, annotated with their ``role``, ``memory_count``
+    (current memories), ``unverified_count`` (the verification queue) and ``key_count``
+    (usable keys): what the minds list shows, in the API and the web UI alike. A read, not a
+    write: it lives here because it counts memories, and minds.models sits below
+    memories.models."""
     from memories.models import Memory
 
     current = Memory.objects.current()
-    return Mind.objects.owned_by(owner).annotate(
+    return Mind.objects.of_member(member).annotate(
         memory_count=_count_per_mind(current),
         unverified_count=_count_per_mind(current.awaiting_verification()),
         key_count=_count_per_mind(MindKey.objects.usable()),
@@ -68,12 +69,14 @@ def minds_with_counts(*, owner) -> MindQuerySet:
 def mind_create(*, owner, name: str,
                 unverified_in_recall: str = Mind.UnverifiedInRecall.MARKED,
                 search_language: str = "english", actor=None) -> Mind:
-    """A new mind, with its quota counters (memories.quotas) and its text-search language.
-    A recall policy other than the default is set by ``mind_update`` in the same
-    transaction, so it is audited as a change (by ``actor``), as it always has been."""
+    """A new mind owned by ``owner``, with its quota counters (memories.quotas) and its
+    text-search language. A recall policy other than the default is set by ``mind_update``
+    in the same transaction, so it is audited as a change (by ``actor``), as it always
+    has been."""
     from memories.quotas import create_slots
 
-    mind = Mind.objects.create(owner=owner, name=name, search_language=search_language)
+    mind = Mind.objects.create(name=name, search_language=search_language)
+    Membership.objects.create(mind=mind, user=owner, role=Role.OWNER)
     create_slots(mind)
     if unverified_in_recall != mind.unverified_in_recall:
         mind = mind_update(mind=mind, actor=actor, unverified_in_recall=unverified_in_recall)
@@ -127,12 +130,112 @@ def mind_delete(*, mind: Mind, actor=None) -> None:
 
 @transaction.atomic
 def account_delete(*, user, actor=None) -> None:
-    """Delete a human account: each of its minds through ``mind_delete`` (with everything
-    in them), then the user. Keys the user issued on other minds stay, their creator
-    cleared (``MindKey.created_by`` is SET_NULL)."""
-    for mind in Mind.objects.filter(owner=user):
-        mind_delete(mind=mind, actor=actor)
+    """Delete a human account: the minds they own alone through ``mind_delete`` (with
+    everything in them); from the minds they share, their membership goes
+    (``member_remove``: the keys and connections they gave out there are revoked), then the
+    user. Keys the user issued elsewhere stay revoked, their creator cleared
+    (``MindKey.created_by`` is SET_NULL)."""
+    for membership in Membership.objects.filter(user=user).select_related("mind"):
+        if membership.role == Role.OWNER and not _other_owners(membership).exists():
+            mind_delete(mind=membership.mind, actor=actor)
+        else:
+            member_remove(membership=membership, actor=actor)
     user.delete()
+
+
+# -- Members -----------------------------------------------------------------------------
+
+class LastOwner(ValueError):
+    """A change that would leave a mind without an owner."""
+
+    def __init__(self):
+        super().__init__("A mind keeps at least one owner: make someone else an owner first.")
+
+
+def _other_owners(membership: Membership):
+    return Membership.objects.filter(mind_id=membership.mind_id, role=Role.OWNER).exclude(
+        pk=membership.pk)
+
+
+def _lock_owners(mind_id: str) -> None:
+    """Serialise the changes that could remove a mind's last owner (two owners leaving at
+    once must not both succeed): they lock the mind's row first."""
+    Mind.objects.select_for_update().filter(pk=mind_id).values_list("pk").first()
+
+
+def _revoke_credentials_of(membership: Membership, actor) -> None:
+    """A person who stops being an owner of a mind (removed, left, made editor or viewer,
+    account deleted) takes no agent access with them: the Mind Keys they issued and the
+    OAuth connections they approved on that mind are revoked (docs/teams.md)."""
+    keys = MindKey.objects.filter(mind_id=membership.mind_id, created_by_id=membership.user_id,
+                                  revoked_at__isnull=True)
+    for key in keys:
+        key_revoke(key=key, actor=actor)
+    connections = OAuthConnection.objects.usable().filter(
+        mind_id=membership.mind_id, approved_by_id=membership.user_id)
+    for connection in connections:
+        connection_revoke(connection=connection, actor=actor)
+
+
+@transaction.atomic
+def member_add(*, mind: Mind, user, role: str, actor=None) -> Membership:
+    """Make ``user`` a member of ``mind`` with ``role`` (an invitation accepted, or an admin
+    adding them); already a member, their role changes as ``member_set_role`` would."""
+    from memories.audit import record_event
+
+    existing = Membership.objects.filter(mind=mind, user=user).first()
+    if existing is not None:
+        return member_set_role(membership=existing, role=role, actor=actor)
+    membership = Membership.objects.create(mind=mind, user=user, role=role)
+    record_event(mind=mind, actor=actor, action="member_add",
+                 details={"user_id": user.pk, "username": user.get_username(), "role": role})
+    return membership
+
+
+@transaction.atomic
+def member_set_role(*, membership: Membership, role: str, actor=None) -> Membership:
+    """Change a member's role; LastOwner when it would leave the mind without an owner. An
+    owner made editor or viewer loses the keys and connections they gave out."""
+    from memories.audit import record_event
+
+    _lock_owners(membership.mind_id)
+    membership = Membership.objects.select_related("mind", "user").get(pk=membership.pk)
+    if membership.role == role:
+        return membership
+    if membership.role == Role.OWNER and not _other_owners(membership).exists():
+        raise LastOwner
+    before = membership.role
+    membership.role = role
+    membership.save(update_fields=["role"])
+    if before == Role.OWNER:
+        _revoke_credentials_of(membership, actor)
+    record_event(mind=membership.mind, actor=actor, action="member_role",
+                 details={"user_id": membership.user_id,
+                          "username": membership.user.get_username(),
+                          "before": before, "after": role})
+    return membership
+
+
+@transaction.atomic
+def member_remove(*, membership: Membership, actor=None) -> None:
+    """Take a member off a mind (an owner removing them, or they leave); LastOwner when
+    they are its only owner. The keys and connections they gave out there are revoked."""
+    from memories.audit import record_event
+
+    _lock_owners(membership.mind_id)
+    membership = Membership.objects.select_related("mind", "user").filter(
+        pk=membership.pk).first()
+    if membership is None:
+        return
+    if membership.role == Role.OWNER and not _other_owners(membership).exists():
+        raise LastOwner
+    if membership.role == Role.OWNER:
+        _revoke_credentials_of(membership, actor)
+    membership.delete()
+    record_event(mind=membership.mind, actor=actor, action="member_remove",
+                 details={"user_id": membership.user_id,
+                          "username": membership.user.get_username(),
+                          "role": membership.role})
 
 
 def clean_key_paths(values) -> list[str]:

@@ -14,6 +14,7 @@ from django.utils.functional import cached_property
 from django.views import View
 
 from memories.models import Memory
+from minds.access import Action, RoleRefused, allows, member_mind
 from minds.forms import (
     KeyForm,
     MindDeleteForm,
@@ -60,23 +61,41 @@ class SignedInView(LoginRequiredMixin, View):
             return super().dispatch(request, *args, **kwargs)
         except Http404:
             return render(request, "not_found.html", status=404)
+        except RoleRefused as refused:
+            return render(request, "forbidden.html", {"reason": str(refused)}, status=403)
 
 
 class MindView(SignedInView):
-    """A page about one mind of the signed-in human; another user's mind is a 404."""
+    """A page about one mind the signed-in human is a member of (anyone else's is a 404),
+    if their role allows what the page does (a 403 page otherwise; minds.access).
+
+    ``mind_action`` says what that is: an Action for every method, or a dict by method;
+    unset, reading for GET and writing for POST. The mind carries the person's ``role``,
+    and the templates get ``may_write`` / ``may_manage`` to show only the controls the role
+    may use."""
 
     tab = ""
+    mind_action: Action | dict[str, Action] | None = None
+
+    def required_action(self) -> Action:
+        declared = self.mind_action
+        if isinstance(declared, dict):
+            declared = declared.get(self.request.method)
+        if declared is not None:
+            return declared
+        return Action.READ if self.request.method in ("GET", "HEAD") else Action.WRITE
 
     @cached_property
     def mind(self) -> Mind:
-        return get_object_or_404(Mind.objects.owned_by(self.request.user),
-                                 pk=self.kwargs["mind_id"])
+        return member_mind(self.request.user, self.kwargs["mind_id"], self.required_action())
 
     def render(self, template: str, context: dict | None = None, status: int = 200):
         queue = Memory.objects.for_mind(self.mind).awaiting_verification().count()
         now = timezone.now()
         return render(self.request, template,
                       {"mind": self.mind, "tab": self.tab, "queue_count": queue,
+                       "may_write": allows(self.mind.role, Action.WRITE),
+                       "may_manage": allows(self.mind.role, Action.MANAGE),
                        "now": now, "just_now": now - timedelta(minutes=1),
                        **(context or {})}, status=status)
 
@@ -85,7 +104,7 @@ class MindListView(SignedInView):
     """The signed-in human's minds with their counts, and a form to create one."""
 
     def get(self, request, form: MindForm | None = None):
-        minds = minds_with_counts(owner=request.user).order_by("name", "created_at")
+        minds = minds_with_counts(member=request.user).order_by("name", "created_at")
         return render(request, "minds/mind_list.html",
                       {"minds": minds, "form": form or MindForm()},
                       status=400 if form is not None else 200)
@@ -103,6 +122,8 @@ class MindListView(SignedInView):
 class KeyIssuingView(MindView):
     """A page with the key form (Keys, Connect an agent): a valid post issues a Mind Key
     and renders the page with it; ``get`` takes the form, the key and its plaintext."""
+
+    mind_action = Action.MANAGE
 
     def post(self, request, mind_id):
         form = KeyForm(request.POST)
@@ -147,6 +168,8 @@ class ConnectView(KeyIssuingView):
 
 
 class KeyRevokeView(MindView):
+    mind_action = Action.MANAGE
+
     def post(self, request, mind_id, key_id):
         key = get_object_or_404(self.mind.keys, pk=key_id)
         if key.is_revoked:
@@ -164,6 +187,8 @@ class ConnectionsView(MindView):
     it sent, and Revoke. Under the Keys tab (both are how agents get in), linked from
     the Keys page: a phone has no room for another tab."""
 
+    mind_action = Action.MANAGE
+
     tab = "keys"
 
     def get(self, request, mind_id):
@@ -173,6 +198,8 @@ class ConnectionsView(MindView):
 
 
 class ConnectionRevokeView(MindView):
+    mind_action = Action.MANAGE
+
     def post(self, request, mind_id, connection_id):
         connection = get_object_or_404(self.mind.connections.select_related("application"),
                                        pk=connection_id)
@@ -188,6 +215,8 @@ class ConnectionRevokeView(MindView):
 class MindSettingsView(MindView):
     """Rename, recall policy for unverified memories, search language, and deleting the
     mind."""
+
+    mind_action = Action.MANAGE
 
     tab = "settings"
 

@@ -10,7 +10,7 @@ from rest_framework_simplejwt.serializers import TokenObtainPairSerializer, Toke
 from rest_framework_simplejwt.settings import api_settings as jwt_settings
 from rest_framework_simplejwt.utils import get_md5_hash_password
 
-from minds.models import SEARCH_LANGUAGES, Mind, MindKey
+from minds.models import SEARCH_LANGUAGES, Mind, MindKey, Role
 from minds.services import clean_key_paths
 from synapse.api import StrictSerializer, TimestampField
 from synapse.text import validate_single_line
@@ -176,13 +176,18 @@ class MindSerializer(serializers.ModelSerializer):
     agents_may_reset = serializers.BooleanField(
         read_only=True, help_text="Whether a write Mind Key may reset a scope "
                                   "(POST /memory/reset).")
+    role = serializers.ChoiceField(
+        choices=Role.choices, read_only=True,
+        help_text="Your role on this mind: owner (everything: members, keys, connections, "
+                  "settings, reset, deletion), editor (store, edit, verify, trash, restore), "
+                  "viewer (read only).")
     created_at = TimestampField(read_only=True)
     updated_at = TimestampField(read_only=True)
 
     class Meta:
         model = Mind
-        fields = ["id", "name", "unverified_in_recall", "search_language", "reindex_pending",
-                  "agents_may_reset",
+        fields = ["id", "name", "role", "unverified_in_recall", "search_language",
+                  "reindex_pending", "agents_may_reset",
                   "memories", "unverified", "keys", "created_at", "updated_at"]
         read_only_fields = fields
 

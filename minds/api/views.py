@@ -9,6 +9,7 @@ from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
 from rest_framework_simplejwt.tokens import RefreshToken
 from rest_framework_simplejwt.views import TokenObtainPairView, TokenRefreshView
 
+from minds.access import Action, member_mind
 from minds.api.serializers import (
     DetailSerializer,
     IssuedMindKeySerializer,
@@ -247,12 +248,19 @@ class MindViewSet(HumanViewSet):
     query_serializers = {"DELETE": MindDeleteQuerySerializer}
 
     def get_queryset(self):
-        return minds_with_counts(owner=self.request.user)
+        return minds_with_counts(member=self.request.user)
+
+    def get_mind(self, action: Action) -> Mind:
+        """The mind in the path with its counts, if the human's role allows ``action``
+        (404 for a non-member, 403 for a role that does not: minds.access)."""
+        return member_mind(self.request.user, self.kwargs["mind_id"], action,
+                           minds=self.get_queryset())
 
     @extend_schema(operation_id="minds_list", responses={200: MindSerializer(many=True),
                                                          **ERRORS})
     def list(self, request):
-        """Your minds, oldest first, with memory, unverified and key counts."""
+        """The minds you are a member of (yours and those shared with you), oldest first,
+        with your role and their memory, unverified and key counts. Any role."""
         minds = self.get_queryset().order_by("created_at", "id")
         return Response(MindSerializer(minds, many=True).data)
 
@@ -269,19 +277,19 @@ class MindViewSet(HumanViewSet):
 
     @extend_schema(operation_id="minds_get", responses={200: MindSerializer, **ERRORS})
     def retrieve(self, request, mind_id: str):
-        """One of your minds."""
-        return Response(MindSerializer(self.get_object()).data)
+        """One of your minds. Any role."""
+        return Response(MindSerializer(self.get_mind(Action.READ)).data)
 
     @extend_schema(operation_id="minds_update", request=MindUpdateSerializer,
                    responses={200: MindSerializer, **ERRORS})
     def partial_update(self, request, mind_id: str):
         """Rename a mind, set its recall policy for unverified memories or its search
-        language (a new language re-indexes its memories in the background)."""
-        mind = self.get_object()
+        language (a new language re-indexes its memories in the background). Owners only."""
+        mind = self.get_mind(Action.MANAGE)
         serializer = MindUpdateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         mind_update(mind=mind, actor=request.user, **serializer.validated_data)
-        return Response(MindSerializer(self.get_object()).data)
+        return Response(MindSerializer(self.get_mind(Action.MANAGE)).data)
 
     @extend_schema(operation_id="minds_delete", request=MindDeleteSerializer,
                    parameters=[OpenApiParameter("confirm", str, required=False,
@@ -289,8 +297,9 @@ class MindViewSet(HumanViewSet):
                                                 "as {\"confirm\": …} in the body).")],
                    responses={204: None, **ERRORS})
     def destroy(self, request, mind_id: str):
-        """Delete a mind and everything of it. Confirm with the mind's exact name."""
-        mind = self.get_object()
+        """Delete a mind and everything of it, for every member. Confirm with the mind's
+        exact name. Owners only."""
+        mind = self.get_mind(Action.MANAGE)
         confirm = self.query.get("confirm")
         if request.data:
             serializer = MindDeleteSerializer(data=request.data)
@@ -315,11 +324,9 @@ class MindKeyViewSet(HumanViewSet):
 
     @cached_property
     def mind(self) -> Mind:
-        """The mind in the path, if the signed-in human owns it (404 otherwise)."""
-        mind = Mind.objects.owned_by(self.request.user).filter(pk=self.kwargs["mind_id"]).first()
-        if mind is None:
-            raise exceptions.NotFound("No such mind.")
-        return mind
+        """The mind in the path, if the signed-in human owns it (404 for a non-member, 403
+        for an editor or viewer: keys are the owners')."""
+        return member_mind(self.request.user, self.kwargs["mind_id"], Action.MANAGE)
 
     def get_queryset(self):
         return MindKey.objects.filter(mind=self.mind).select_related("mind")
@@ -327,7 +334,8 @@ class MindKeyViewSet(HumanViewSet):
     @extend_schema(operation_id="keys_list", responses={200: MindKeySerializer(many=True),
                                                         **ERRORS})
     def list(self, request, mind_id: str):
-        """The keys of a mind, newest first, revoked ones included (never the secret)."""
+        """The keys of a mind, newest first, revoked ones included (never the secret).
+        Owners only."""
         keys = self.get_queryset().order_by("-created_at", "-id")
         return Response(MindKeySerializer(keys, many=True).data)
 
@@ -335,7 +343,7 @@ class MindKeyViewSet(HumanViewSet):
                    responses={201: IssuedMindKeySerializer, **ERRORS})
     def create(self, request, mind_id: str):
         """Issue a key. The answer carries the key itself: store it now, it is never shown
-        again."""
+        again. Owners only."""
         serializer = MindKeyCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         key, plaintext = key_issue(mind=self.mind, created_by=request.user,
@@ -345,11 +353,12 @@ class MindKeyViewSet(HumanViewSet):
 
     @extend_schema(operation_id="keys_get", responses={200: MindKeySerializer, **ERRORS})
     def retrieve(self, request, mind_id: str, key_id: str):
-        """One key of a mind (never the secret)."""
+        """One key of a mind (never the secret). Owners only."""
         return Response(MindKeySerializer(self.get_object()).data)
 
     @extend_schema(operation_id="keys_revoke", responses={200: MindKeySerializer, **ERRORS})
     def destroy(self, request, mind_id: str, key_id: str):
-        """Revoke a key: the next request made with it gets a 401. Revoking twice is fine."""
+        """Revoke a key: the next request made with it gets a 401. Revoking twice is fine.
+        Owners only."""
         key = key_revoke(key=self.get_object(), actor=request.user)
         return Response(MindKeySerializer(key).data)

@@ -12,6 +12,7 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from minds.access import NoSuchMind, RoleRefused
 from synapse.refusals import Refusal
 
 # The logger keeps the name it had when this was one module (operators filter on it).
@@ -97,8 +98,12 @@ def exception_handler(exc, context):
         return Response(error_body(500, "server_error", "Internal server error."), status=500)
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(serializers.as_serializer_error(exc))
+    elif isinstance(exc, NoSuchMind):
+        exc = exceptions.NotFound(str(exc))
     elif isinstance(exc, Http404):
         exc = exceptions.NotFound()
+    elif isinstance(exc, RoleRefused):
+        exc = exceptions.PermissionDenied(str(exc), code="insufficient_role")
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
     response = drf_exception_handler(exc, context)

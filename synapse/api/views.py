@@ -13,6 +13,7 @@ from rest_framework.permissions import SAFE_METHODS
 from rest_framework.views import APIView
 from rest_framework.viewsets import GenericViewSet
 
+from minds.access import Action, check, member_mind
 from minds.authentication import is_agent
 from minds.models import Mind
 from synapse.api.permissions import MindAccess
@@ -42,11 +43,23 @@ def validated_query(request, serializer_class: type[serializers.Serializer] | No
     return serializer.validated_data
 
 
-def request_mind(request, *, implied: Callable[[QuerySet], Mind] | None = None) -> Mind:
+def mind_action(view, request) -> Action:
+    """What a request does to its mind (minds.access): the view's ``mind_action`` (an
+    ``@action`` keyword, or a class attribute), else reading for GET/HEAD/OPTIONS and
+    writing for anything else."""
+    declared = getattr(view, "mind_action", None)
+    if declared is not None:
+        return declared
+    return Action.READ if request.method in SAFE_METHODS else Action.WRITE
+
+
+def request_mind(request, *, action: Action,
+                 implied: Callable[[QuerySet], Mind] | None = None) -> Mind:
     """The mind a request acts on: a Mind Key's own (naming another is a 404), or the
-    one a human names with ``?mind=`` among the minds they own. ``implied``, when given,
-    answers a human who names none: called with the minds they own, it returns the one
-    the request implies (e.g. that of the memory in the path) or raises NotFound."""
+    one a human names with ``?mind=`` among the minds they are a member of, if their role
+    allows ``action`` (403 otherwise; minds.access). ``implied``, when given, answers a
+    human who names none: called with their minds, it returns the one the request implies
+    (e.g. that of the memory in the path) or raises NotFound."""
     principal = request.user
     if is_agent(principal):
         mind_param = request.query_params.get("mind")
@@ -55,14 +68,11 @@ def request_mind(request, *, implied: Callable[[QuerySet], Mind] | None = None) 
         return principal.mind
     mind_id = request.query_params.get("mind")
     if not mind_id and implied is not None:
-        return implied(Mind.objects.owned_by(principal))
+        return check(implied(Mind.objects.of_member(principal)), action)
     if not mind_id:
         raise exceptions.ValidationError(
             {"mind": ["Humans must name the mind to act on: ?mind=<mind_id>."]})
-    mind = Mind.objects.owned_by(principal).filter(pk=mind_id).first()
-    if mind is None:
-        raise exceptions.NotFound("No such mind.")
-    return mind
+    return member_mind(principal, mind_id, action)
 
 
 def request_provenance(request) -> Provenance:
@@ -98,7 +108,7 @@ class SynapseAPIView(APIView):
     def get_mind(self) -> Mind:
         """The mind this request acts on: the key's, or the human's ``?mind=``."""
         if not hasattr(self, "_mind"):
-            self._mind = request_mind(self.request)
+            self._mind = request_mind(self.request, action=mind_action(self, self.request))
         return self._mind
 
 
@@ -151,6 +161,9 @@ class MindScopedViewSet(GenericViewSet):
     # A detail action may let a human leave out ?mind=: the mind is then the object's,
     # among the minds they own (``implied_mind``).
     mind_from_object = False
+    # What the action does to the mind (minds.access.Action), when the method does not say
+    # it (synapse.api.views.mind_action): e.g. a scope reset is ``manage``.
+    mind_action: Action | None = None
     body_limit = "MAX_BODY_BYTES"
     filter_backends = [QueryFilterBackend]
     metadata_class = ViewMetadata
@@ -179,11 +192,12 @@ class MindScopedViewSet(GenericViewSet):
     def mind(self) -> Mind:
         """The mind this request acts on: the key's, or the human's ``?mind=`` (on an
         action with ``mind_from_object``, without it: the mind of the object)."""
-        return request_mind(self.request,
+        return request_mind(self.request, action=mind_action(self, self.request),
                             implied=self.implied_mind if self.mind_from_object else None)
 
     def implied_mind(self, owned: QuerySet) -> Mind:
-        """The mind of the object in the path, among ``owned`` (a human's minds); a
+        """The mind of the object in the path, among ``owned`` (a human's minds, each with
+        their ``role``); a
         NotFound when it is none of theirs. Viewsets with ``mind_from_object`` actions
         implement it."""
         raise NotImplementedError

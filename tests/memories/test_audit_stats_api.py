@@ -32,7 +32,7 @@ def test_every_state_change_is_one_audit_event_with_who_and_which_memory(
                                   "update", "store"]
     events = response.json()["results"]
     assert events[0]["actor"]["type"] == "key"
-    assert events[3]["actor"] == {"type": "user", "id": str(alice_mind.owner_id),
+    assert events[3]["actor"] == {"type": "user", "id": str(alice_mind.owners().get().pk),
                                   "label": "alice"}
     assert all(event["memory_id"] == memory.id for event in events)
 

@@ -76,7 +76,7 @@ def test_a_new_language_reindexes_the_mind_through_the_worker(agent, alice_mind,
                                                               bob_mind):
     for number in range(5):
         remember(key=f"row_{number}", content=f"Die Häuser Nummer {number} sind alt.")
-    bob_memory = remember(mind=bob_mind, actor=bob_mind.owner, key="theirs",
+    bob_memory = remember(mind=bob_mind, actor=bob_mind.owners().get(), key="theirs",
                           content="Die Häuser sind neu.")
     assert found(agent, "Haus") == []  # stemmed as English: 'hauser'
     mind = mind_update(mind=alice_mind, search_language="german")

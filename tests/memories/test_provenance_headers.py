@@ -253,8 +253,8 @@ def test_an_import_records_the_importers_claims_not_the_backups(agent, alice_min
     backup = json.loads(b"".join(agent.get("/memory/mind-export").streaming_content))
     response = bob_agent.post("/memory/mind-import", backup, format="json", **CLAUDE)
     assert response.status_code == 200, response.json()
-    restored = MemoryVersion.objects.filter(memory__mind__owner__username="bob").order_by(
-        "version")
+    restored = MemoryVersion.objects.filter(
+        memory__mind__memberships__user__username="bob").order_by("version")
     assert [(v.version, v.agent, v.agent_instance, v.parent) for v in restored] == [
         (1, "claude-desktop", "a1", None), (2, "claude-desktop", "a1", 1)]
     # What the backup said about its writer stays a claim.

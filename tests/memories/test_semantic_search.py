@@ -271,7 +271,7 @@ def test_hybrid_search_reads_the_union_s_similarities_in_one_query(alice_mind, c
 
     def store(numbers):
         for number in numbers:
-            memory_store(mind=alice_mind, actor=alice_mind.owner, category="note",
+            memory_store(mind=alice_mind, actor=alice_mind.owners().get(), category="note",
                          key=f"bruno_{number}", content=f"Bruno walked {number} times")
 
     store(range(1))

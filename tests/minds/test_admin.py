@@ -57,7 +57,7 @@ def test_adding_a_mind_in_the_admin_goes_through_the_service(staff, alice):
                                                      "search_language": "english"})
     assert response.status_code == 302
     mind = Mind.objects.get(name="From admin")
-    assert (mind.owner, mind.unverified_in_recall) == (alice, "hidden")
+    assert (list(mind.owners()), mind.unverified_in_recall) == ([alice], "hidden")
     assert mind.id.startswith("m_")
 
 

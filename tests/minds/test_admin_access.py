@@ -150,7 +150,7 @@ def test_staff_create_minds_for_themselves_only(clerk_client, clerk, alice):
     clerk_client.post("/admin/minds/mind/add/", {
         "owner": clerk.pk, "name": "Own", "unverified_in_recall": "marked",
         "search_language": "english"})
-    assert Mind.objects.get(name="Own").owner == clerk
+    assert list(Mind.objects.get(name="Own").owners()) == [clerk]
 
 
 def test_staff_actions_skip_another_owners_objects(clerk_client, alices_things):

@@ -19,7 +19,7 @@ def run(*args) -> str:
 
 def test_create_mind_issue_key_and_revoke_it(alice):
     mind_id = run("create_mind", "Work", "--owner", "alice")
-    assert Mind.objects.get(pk=mind_id).owner == alice
+    assert list(Mind.objects.get(pk=mind_id).owners()) == [alice]
     plaintext = run("issue_key", mind_id, "--name", "laptop", "--scope", "read")
     key = MindKey.objects.get(mind_id=mind_id)
     assert plaintext.startswith("mk_") and key.scope == "read"

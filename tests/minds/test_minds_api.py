@@ -23,7 +23,7 @@ def test_create_mind_returns_it_with_an_m_id(human, alice):
     assert body["id"].startswith("m_")
     assert (body["name"], body["unverified_in_recall"]) == ("Work", "marked")
     assert (body["memories"], body["unverified"], body["keys"]) == (0, 0, 0)
-    assert Mind.objects.get(pk=body["id"]).owner == alice
+    assert list(Mind.objects.get(pk=body["id"]).owners()) == [alice]
 
 
 def test_create_mind_can_choose_the_hidden_recall_policy(human):

@@ -91,7 +91,7 @@ def test_minds_with_counts_counts_current_memories_the_queue_and_usable_keys(
     MindKey.objects.filter(pk=expired.pk).update(expires_at=timezone.now() - timedelta(days=1))
     empty = mind_create(owner=alice, name="Empty")
 
-    minds = {mind.pk: mind for mind in minds_with_counts(owner=alice)}
+    minds = {mind.pk: mind for mind in minds_with_counts(member=alice)}
 
     assert set(minds) == {alice_mind.pk, empty.pk}
     counted = minds[alice_mind.pk]
@@ -120,7 +120,7 @@ def test_registering_makes_a_plain_account_and_a_taken_name_makes_none(alice):
 
 def test_a_new_mind_has_its_quota_counters(alice):
     mind = mind_create(owner=alice, name="Work")
-    assert Mind.objects.get(pk=mind.pk).owner == alice
+    assert list(Mind.objects.get(pk=mind.pk).owners()) == [alice]
     assert QuotaCounter.objects.filter(mind=mind).count() == SLOTS
 
 

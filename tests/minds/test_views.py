@@ -63,7 +63,7 @@ def test_a_user_without_minds_is_told_to_create_one(client, bob):
 
 def test_creating_a_mind_leads_to_its_keys_page(owner, alice):
     response = owner.post("/ui/", {"name": "Work Mind"})
-    mind = Mind.objects.get(owner=alice, name="Work Mind")
+    mind = Mind.objects.owned_by(alice).get(name="Work Mind")
     assert response.status_code == 302 and response["Location"] == f"/ui/minds/{mind.id}/keys"
 
 

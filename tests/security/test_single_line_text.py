@@ -13,6 +13,7 @@ from django.core.management import CommandError, call_command
 
 from memories.models import Memory, MemoryVersion
 from minds.models import Mind, MindKey
+from minds.services import mind_create
 from synapse.text import validate_single_line
 from synapse_client.text import format_list, format_memory, format_recall
 from tests.conftest import PASSWORD, session_client
@@ -105,7 +106,7 @@ def backup(human, alice_mind, remember):
     """A real export of alice's mind (two memories) and an empty mind to import it into."""
     remember(category="identity", key="user_name", content="Alice", tags=["person"])
     remember(category="fact", key="office", content="Bonn")
-    empty = Mind.objects.create(owner=alice_mind.owner, name="Copy")
+    empty = mind_create(owner=alice_mind.owners().get(), name="Copy")
     return _export(human, alice_mind), empty
 
 

@@ -34,6 +34,7 @@ from memories.services import (
     memory_restore,
     memory_revert,
 )
+from minds.access import Action
 from synapse.api import CONFLICT, MIND_PARAMETER, Conflict, PageQuery, page_of
 from synapse.provenance import claim_filters
 
@@ -179,7 +180,7 @@ class LifecycleActions:
     @extend_schema(operation_id="memory_reset", request=ResetSerializer,
                    parameters=[MIND_PARAMETER, *PROVENANCE_HEADERS],
                    responses={200: RESET_RESULT, **ERRORS}, tags=["lifecycle"])
-    @action(detail=False, methods=["post"])
+    @action(detail=False, methods=["post"], mind_action=Action.MANAGE)
     def reset(self, request):
         """Purge for good every memory at ``path`` or below it (of ``memory_type`` and
         ``category`` when given): current, trashed, superseded and expired alike, with
