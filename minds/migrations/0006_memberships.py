@@ -48,13 +48,14 @@ class Migration(migrations.Migration):
                 'constraints': [models.UniqueConstraint(fields=('mind', 'user'), name='membership_unique')],
             },
         ),
-        migrations.RunPython(owners_become_members, members_become_owners),
-        # Backwards, the column comes back nullable until members_become_owners fills it.
+        # Backwards, the column comes back nullable, members_become_owners fills it, and only
+        # then is it required again.
         migrations.AlterField(
             model_name='mind', name='owner',
             field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE,
                                     related_name='minds', to=settings.AUTH_USER_MODEL,
                                     null=True)),
+        migrations.RunPython(owners_become_members, members_become_owners),
         migrations.RemoveField(
             model_name='mind',
             name='owner',
