@@ -30,6 +30,10 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 
 MULTIPROCESS = bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
+if MULTIPROCESS:
+    # The counters below open their files in it as they are created (emptying it is the
+    # operator's: docs/scaling.md).
+    os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 # Most API requests take a few milliseconds; search with the model, recall of a large mind
