@@ -215,16 +215,20 @@ async def application(scope, receive, send) -> None:
             size += len(message.get("body", b""))
         await send(message)
 
-    is_mcp = scope["path"] in (MCP_PATH, MCP_PATH + "/")
+    is_mcp, failed = scope["path"] in (MCP_PATH, MCP_PATH + "/"), False
     try:
         if is_mcp:
             await mcp_endpoint(scope, receive, logged_send)
         else:
             await django_app(scope, receive, logged_send)
+    except Exception:
+        failed = True  # the server answers it with a 500
+        raise
     finally:
-        if is_mcp and settings.METRICS_TOKEN:
+        if is_mcp and settings.METRICS_TOKEN and (status or failed):
             # Django's routes are counted by synapse.middleware.MetricsMiddleware; /mcp
-            # bypasses Django (its tools' REST calls pass through it and count as well).
+            # bypasses Django (its tools' REST calls pass through it and count as well). A
+            # client gone before any answer is not counted.
             metrics.observe_request(MCP_PATH, scope["method"], status or 500,
                                     time.perf_counter() - started)
         # The path only: query strings may carry ?key=mk_… or private search text.

@@ -39,6 +39,7 @@ class MetricsMiddleware:
         metrics.observe_request(route, request.method, response.status_code, seconds)
         return response
 
+
 # Routes that take many memories at once have their own, larger caps (they read the body
 # as it arrives: synapse.parsers.StreamingJSONParser).
 _LARGE_BODY_LIMITS = {"/memory/mind-import": "IMPORT_MAX_BODY_BYTES",
