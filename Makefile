@@ -34,11 +34,17 @@ system-deps:
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 		else echo "please install:$$missing" >&2; fi; fi
 
+# The server and the worker share one Prometheus folder, emptied before both start
+# (docs/scaling.md, "Metrics"; /metrics answers only with SYNAPSE_METRICS_TOKEN set).
+METRICS_DIR ?= $(or $(SYNAPSE_DATA_DIR),.synapse)/prometheus
+
 run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py demo_setup
 	@echo "Synapse on http://$(HOST):$(PORT)/  (web UI /ui/, API docs /api/docs/, MCP /mcp)"
+	@rm -rf "$(METRICS_DIR)" && mkdir -p "$(METRICS_DIR)"
 	@trap 'kill 0' INT TERM EXIT; \
+	export PROMETHEUS_MULTIPROC_DIR="$(abspath $(METRICS_DIR))"; \
 	$(BIN)/python manage.py embed_worker & \
 	SYNAPSE_BIND=$(HOST):$(PORT) $(BIN)/gunicorn -c synapse/gunicorn_conf.py
 

@@ -13,10 +13,13 @@ from pathlib import Path
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, Min, Q
+from django.utils import timezone
 
 from memories.models import Category, Memory, MemoryType
 from minds.models import Mind
+from synapse import metrics
+from synapse.timestamps import format_timestamp
 
 logger = logging.getLogger("synapse.embeddings")
 
@@ -114,6 +117,7 @@ def embed_batch(*, limit: int, mind: Mind | None = None) -> int:
     The rows stay locked (SKIP LOCKED for other workers) while the model runs, so a
     concurrent edit waits for this batch and then marks the row pending again.
     """
+    started = time.monotonic()
     with transaction.atomic():
         claimed = list(pending_memories(mind).select_for_update(skip_locked=True)
                        .order_by("updated_at").only("id", "key", "tags", "content",
@@ -129,6 +133,7 @@ def embed_batch(*, limit: int, mind: Mind | None = None) -> int:
             memory.embedding_pending = False
         Memory.objects.bulk_update(claimed, ["embedding", "embedding_model",
                                              "embedding_pending"])
+    metrics.observe_batch(len(claimed), time.monotonic() - started)
     return len(claimed)
 
 
@@ -141,11 +146,34 @@ def worker_running() -> bool:
     return cache.get(WORKER_HEARTBEAT_KEY) is not None
 
 
+def _age_seconds(oldest) -> float | None:
+    if oldest is None:
+        return None
+    return round(max(0.0, (timezone.now() - oldest).total_seconds()), 3)
+
+
 def embedding_status(*, mind: Mind) -> dict:
-    """Totals for one mind: how many memories carry a current embedding, how many wait."""
+    """Totals for one mind: how many memories carry a current embedding, how many wait, and
+    the lag: since when the oldest of them waits (its last change: after a model change,
+    a memory not re-embedded yet counts from its own last change)."""
     memories = Memory.objects.for_mind(mind).alive().exclude(category=Category.CREDENTIALS)
     total = memories.count()
-    pending = pending_memories(mind).count()
+    waiting = pending_memories(mind).aggregate(count=Count("id"), oldest=Min("updated_at"))
+    pending, oldest = waiting["count"], waiting["oldest"]
     return {"model": model_name(), "dimensions": settings.SYNAPSE["EMBEDDING_DIM"],
             "total": total, "done": total - pending, "pending": pending,
+            "oldest_pending_at": format_timestamp(oldest), "lag_seconds": _age_seconds(oldest),
             "running": worker_running(), "loaded_in_this_process": _model is not None}
+
+
+def queue_state() -> metrics.QueueState:
+    """The whole queue, for ``GET /metrics``: every mind's memories marked pending by a
+    write, counted with the age of the oldest, in one scan of the partial index
+    ``memory_embedding_pending`` (it grows with the queue, not with the table). A re-embed
+    after a model change is left out: finding those memories reads every row."""
+    waiting = (Memory.objects.alive().exclude(category=Category.CREDENTIALS)
+               .filter(embedding_pending=True)
+               .aggregate(count=Count("id"), oldest=Min("updated_at")))
+    return metrics.QueueState(depth=waiting["count"],
+                              lag_seconds=_age_seconds(waiting["oldest"]) or 0.0,
+                              worker_running=worker_running())

@@ -27,6 +27,7 @@ from starlette.responses import JSONResponse  # noqa: E402
 
 from minds.authentication import AgentAuthentication, www_authenticate  # noqa: E402
 from minds.oauth import MCP_RESOURCE_METADATA_PATH  # noqa: E402
+from synapse import metrics  # noqa: E402
 from synapse.api import error_body  # noqa: E402
 from synapse.provenance import (  # noqa: E402
     AGENT_HEADER,
@@ -214,12 +215,22 @@ async def application(scope, receive, send) -> None:
             size += len(message.get("body", b""))
         await send(message)
 
+    is_mcp, failed = scope["path"] in (MCP_PATH, MCP_PATH + "/"), False
     try:
-        if scope["path"] in (MCP_PATH, MCP_PATH + "/"):
+        if is_mcp:
             await mcp_endpoint(scope, receive, logged_send)
         else:
             await django_app(scope, receive, logged_send)
+    except Exception:
+        failed = True  # the server answers it with a 500
+        raise
     finally:
+        if is_mcp and settings.METRICS_TOKEN and (status or failed):
+            # Django's routes are counted by synapse.middleware.MetricsMiddleware; /mcp
+            # bypasses Django (its tools' REST calls pass through it and count as well). A
+            # client gone before any answer is not counted.
+            metrics.observe_request(MCP_PATH, scope["method"], status or 500,
+                                    time.perf_counter() - started)
         # The path only: query strings may carry ?key=mk_… or private search text.
         client = (scope.get("client") or ("-",))[0]
         access_log.info('%s "%s %s" %s %s %dms', client, scope["method"], scope["path"],

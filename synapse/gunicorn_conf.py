@@ -23,3 +23,12 @@ worker_class = "synapse.gunicorn_conf.SynapseWorker"
 timeout = 60
 graceful_timeout = 20
 wsgi_app = "synapse.asgi:application"
+
+
+def child_exit(server, worker):
+    """A worker that exited stops counting in prometheus-client's multiprocess live gauges
+    (docs/scaling.md, "Metrics"); its counters stay in the sums."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)

@@ -1,11 +1,44 @@
-"""Request guards that run before anything else (body size, query-string hygiene), and the
-Content-Security-Policy of the pages humans use."""
+"""Request metrics, request guards that run before anything else (body size, query-string
+hygiene), and the Content-Security-Policy of the pages humans use."""
 
+import time
 from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
+from django.core.exceptions import MiddlewareNotUsed
 
+from synapse import metrics
 from synapse.api import error_response
+
+
+class MetricsMiddleware:
+    """Times each request and counts its errors by route (synapse.metrics). Not in the chain
+    at all while metrics are off (no ``SYNAPSE_METRICS_TOKEN``).
+
+    The route is the URL pattern that matched (``/memory/<memory_id:memory_id>``); static
+    files are ``/static/``, and a request no pattern matched (a 404, or one refused before
+    routing, such as a 413) is ``unmatched``."""
+
+    def __init__(self, get_response):
+        if not settings.METRICS_TOKEN:
+            raise MiddlewareNotUsed
+        self.get_response = get_response
+        self.static_prefix = "/" + settings.STATIC_URL.lstrip("/")
+
+    def __call__(self, request):
+        started = time.perf_counter()
+        response = self.get_response(request)
+        seconds = time.perf_counter() - started
+        match = request.resolver_match
+        if match is not None:
+            route = "/" + match.route
+        elif request.path.startswith(self.static_prefix):
+            route = self.static_prefix
+        else:
+            route = metrics.UNMATCHED
+        metrics.observe_request(route, request.method, response.status_code, seconds)
+        return response
+
 
 # Routes that take many memories at once have their own, larger caps (they read the body
 # as it arrives: synapse.parsers.StreamingJSONParser).

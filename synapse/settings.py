@@ -150,6 +150,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so it times everything below (removed from the chain when metrics are off).
+    "synapse.middleware.MetricsMiddleware",
     "synapse.middleware.RequestGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -443,6 +445,15 @@ if PRODUCTION:
     # The preload directive only signals consent; nothing is preloaded until the operator
     # submits the domain to the browsers' list.
     SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+
+# Prometheus metrics at GET /metrics (docs/scaling.md, "Metrics"): off unless a token is set;
+# the scraper sends it as ``Authorization: Bearer <token>``. Every process writes its
+# counters to PROMETHEUS_MULTIPROC_DIR when that is set (prometheus-client reads it itself).
+METRICS_TOKEN = env_str("SYNAPSE_METRICS_TOKEN", "") or ""
+if METRICS_TOKEN and len(METRICS_TOKEN) < 32:
+    raise ImproperlyConfigured(
+        "SYNAPSE_METRICS_TOKEN must be at least 32 characters (make one with `python -c "
+        "\"import secrets; print(secrets.token_urlsafe(32))\"`), or unset to turn metrics off.")
 
 LOGGING = {
     "version": 1,

@@ -8,6 +8,7 @@ from oauth2_provider.views import RevokeTokenView, TokenView
 
 from minds import oauth_views
 from synapse.agent_config_api import AgentConfigurationView
+from synapse.metrics_view import metrics_view
 
 handler404 = "synapse.api.json_handler404"
 handler500 = "synapse.api.json_handler500"
@@ -32,6 +33,8 @@ urlpatterns = [
     # Django serves it: synapse.asgi hands MCP exactly /mcp and /mcp/, nothing below them.
     path("mcp/config/autonomous-agent", AgentConfigurationView.as_view(),
          name="mcp-agent-config"),
+    # Prometheus (docs/scaling.md, "Metrics"): 404 unless SYNAPSE_METRICS_TOKEN is set.
+    path("metrics", metrics_view, name="metrics"),
     path("", include("minds.api.urls")),
     path("", include("memories.api.urls")),
 ]

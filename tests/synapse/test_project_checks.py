@@ -85,8 +85,10 @@ def test_schema_documents_every_api_route(client):
     assert response.status_code == 200
     documented = set(response.json()["paths"])
     # OAuth's endpoints speak their RFCs (form bodies, RFC 6749 errors, metadata documents),
-    # not the API: docs/security.md, "OAuth", documents them.
-    skipped = ("admin/", "api/", "ui/", "mcp", "static/", "oauth/", ".well-known/oauth-")
+    # not the API: docs/security.md, "OAuth", documents them. /metrics speaks Prometheus'
+    # text format to a scraper, not to agents: docs/scaling.md, "Metrics".
+    skipped = ("admin/", "api/", "ui/", "mcp", "static/", "oauth/", ".well-known/oauth-",
+               "metrics")
     missing = []
     for route in _routes():
         if not route or route.startswith(skipped) or route == "^(?P<path>.*)$":

@@ -242,9 +242,27 @@ def stream_recall_json(*, mind, totals: RecallTotals, memories: Iterable,
     yield opening + ",".join(piece) + f'],"tokens":{math.ceil(length / 4)}}}'
 
 
+class EmbeddingStatusSerializer(serializers.Serializer):
+    """One mind's embedding queue (memories.embeddings.embedding_status)."""
+
+    model = serializers.CharField()
+    dimensions = serializers.IntegerField()
+    total = serializers.IntegerField()
+    done = serializers.IntegerField()
+    pending = serializers.IntegerField()
+    oldest_pending_at = TimestampField(
+        allow_null=True, help_text="When the oldest memory waiting for its embedding last "
+        "changed; null when none waits.")
+    lag_seconds = serializers.FloatField(
+        allow_null=True, help_text="How long the oldest memory waiting for its embedding has "
+        "waited (seconds since oldest_pending_at); null when none waits.")
+    running = serializers.BooleanField()
+    loaded_in_this_process = serializers.BooleanField()
+
+
 class HealthSerializer(serializers.Serializer):
     status = serializers.CharField()
     mind = serializers.DictField()
     database = serializers.DictField()
-    embeddings = serializers.DictField()
+    embeddings = EmbeddingStatusSerializer()
     recall_policy = serializers.DictField()

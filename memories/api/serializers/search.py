@@ -2,7 +2,12 @@
 
 from rest_framework import serializers
 
-from memories.api.serializers.memory import MAX_TAG_LENGTH, MemorySerializer, PlaceFilters
+from memories.api.serializers.memory import (
+    MAX_TAG_LENGTH,
+    EmbeddingStatusSerializer,
+    MemorySerializer,
+    PlaceFilters,
+)
 from memories.models import Category
 from synapse.api import PageQuery, PageSerializer, StrictSerializer
 
@@ -89,16 +94,6 @@ class RelatedResponseSerializer(serializers.Serializer):
 
 class EmbedBatchSerializer(StrictSerializer):
     limit = serializers.IntegerField(min_value=1, max_value=1000, default=100)
-
-
-class EmbeddingStatusSerializer(serializers.Serializer):
-    model = serializers.CharField()
-    dimensions = serializers.IntegerField()
-    total = serializers.IntegerField()
-    done = serializers.IntegerField()
-    pending = serializers.IntegerField()
-    running = serializers.BooleanField()
-    loaded_in_this_process = serializers.BooleanField()
 
 
 class EmbedBatchResponseSerializer(EmbeddingStatusSerializer):
