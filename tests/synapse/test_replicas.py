@@ -31,8 +31,9 @@ def bearer(key: str) -> dict:
     return {"Authorization": f"Bearer {key}"}
 
 
-def seen(server: Server, key: str, marker: str) -> dict[str, bool]:
-    """Whether list, keyword search and recall (text and budgeted) show ``marker``."""
+def seen(server: Server, key: str, marker: str, *, meaning: bool = False) -> dict[str, bool]:
+    """Whether list, keyword search and recall (text and budgeted) show ``marker``; with
+    ``meaning``, hybrid and semantic search too (they run the model)."""
     headers = bearer(key)
     answers = {
         "list": httpx.get(f"{server.url}/memory?limit=100", headers=headers),
@@ -42,10 +43,18 @@ def seen(server: Server, key: str, marker: str) -> dict[str, bool]:
         "budgeted recall": httpx.get(f"{server.url}/memory/recall?budget=4000",
                                      headers=headers),
     }
+    if meaning:
+        question = f"The replicated fact {marker}"
+        answers["hybrid search"] = httpx.get(
+            f"{server.url}/memory/search", params={"q": question, "mode": "hybrid"},
+            headers=headers, timeout=120)
+        answers["semantic search"] = httpx.get(
+            f"{server.url}/memory/semantic-search", params={"q": question},
+            headers=headers, timeout=120)
     for name, answer in answers.items():
         assert answer.status_code == 200, (name, answer.text, server.output()[-3000:])
-    # The search answer names its query: only its results count.
-    return {name: marker in (str(answer.json()["results"]) if name == "search"
+    # A search answer names its query: only its results count.
+    return {name: marker in (str(answer.json()["results"]) if "search" in name
                              else answer.text)
             for name, answer in answers.items()}
 
@@ -68,6 +77,7 @@ def wait_for_log(server: Server, text: str, poke, times: int = 1, timeout: float
 
 IN_USE = "read replica replica1 is in use"
 EVERY_READ = ("list", "search", "recall", "budgeted recall")
+MEANING = ("hybrid search", "semantic search")
 
 
 def test_the_standby_serves_other_principals_and_the_writer_reads_its_own_write(replicated):
@@ -79,19 +89,25 @@ def test_the_standby_serves_other_principals_and_the_writer_reads_its_own_write(
         wait_for_log(server, IN_USE, lambda: seen(server, reader, "zqnothing"))
         replicated.pause_replay()
         store(server, writer, "zqreplicaone")
+        embedded = httpx.post(f"{server.url}/memory/embed-batch", headers=bearer(writer),
+                              json={"limit": 10}, timeout=120)
+        assert embedded.status_code == 200 and embedded.json()["embedded"] >= 1, embedded.text
 
         # The writer reads its own write at once: from the primary.
-        assert seen(server, writer, "zqreplicaone") == dict.fromkeys(EVERY_READ, True)
+        assert seen(server, writer, "zqreplicaone", meaning=True) == dict.fromkeys(
+            EVERY_READ + MEANING, True)
         # Another principal of the same mind reads from the paused standby: not there yet.
-        assert seen(server, reader, "zqreplicaone") == dict.fromkeys(EVERY_READ, False)
+        assert seen(server, reader, "zqreplicaone", meaning=True) == dict.fromkeys(
+            EVERY_READ + MEANING, False)
         # The primary has it (straight from its database, for the record).
         with connect(replicated.primary) as conn:
             assert conn.execute("SELECT count(*) FROM memories_memory WHERE key = %s",
                                 ["zqreplicaone"]).fetchone()[0] == 1
 
-        # Once the standby replays, the other principal sees it there.
+        # Once the standby replays, the other principal sees it there, embedding included.
         replicated.resume_replay()
-        assert seen(server, reader, "zqreplicaone") == dict.fromkeys(EVERY_READ, True)
+        assert seen(server, reader, "zqreplicaone", meaning=True) == dict.fromkeys(
+            EVERY_READ + MEANING, True)
         # The writer's reads go back to the standby once it holds the write: with replay
         # paused again, a change made straight on the primary (no principal marked) is
         # not in what the writer reads. The server learns that the standby holds the
