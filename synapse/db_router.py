@@ -11,11 +11,12 @@ Which replica, if any (:func:`read_alias_for`):
 
 - A replica is read from only while it is a standby (``pg_is_in_recovery()``), answers,
   and is at most ``DATABASE_REPLICA_MAX_LAG_MS`` behind. Each process checks each replica
-  at most once per ``DATABASE_REPLICA_CHECK_MS`` (two small queries): the primary's WAL
-  position with the primary's clock, then the replica's replayed position. The replica
+  in use at most once per ``DATABASE_REPLICA_CHECK_MS`` (two small queries): the primary's
+  WAL position with the primary's clock, then the replica's replayed position. The replica
   holds every write committed before the last primary sample at or below its replayed
-  position: that sample's time is how fresh it is, in the primary's clock. One that fails
-  is left alone for DOWN_RETRY_SECONDS; with none usable, reads go to the primary.
+  position: that sample's time is how fresh it is, in the primary's clock. One behind is
+  measured again after BEHIND_RETRY_SECONDS, one that fails after DOWN_RETRY_SECONDS; with
+  none usable, reads go to the primary.
 - Read-your-writes: every write request of a principal (Mind Key, OAuth connection, user)
   leaves a mark, its time in the primary's clock (:func:`note_write`). That principal
   reads from a replica only once the replica is known to be fresher than its last write;
@@ -31,7 +32,7 @@ import logging
 import threading
 import time
 from collections import deque
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -44,6 +45,10 @@ PRIMARY = DEFAULT_DB_ALIAS
 ROUTED_APPS = frozenset({"memories"})
 # A replica that failed to answer is tried again after this long (each process).
 DOWN_RETRY_SECONDS = 10.0
+# One found behind (or not yet measured against a primary sample it has replayed) is
+# measured again on the first routed read after this long, so it is read from again soon
+# after it catches up; one in use, every DATABASE_REPLICA_CHECK_MS.
+BEHIND_RETRY_SECONDS = 0.1
 # At most this many primary WAL positions are remembered (one per distinct position seen).
 MAX_SAMPLES = 1024
 
@@ -133,6 +138,8 @@ class ReplicaState:
         interval = settings.DATABASE_REPLICA_CHECK_MS / 1000
         if self.down:
             interval = max(interval, DOWN_RETRY_SECONDS)
+        elif not self.usable:
+            interval = min(interval, BEHIND_RETRY_SECONDS)
         return now - self.checked_at >= interval
 
 
@@ -210,7 +217,8 @@ def _down(state: ReplicaState, reason: str) -> None:
         logger.warning("read replica %s %s: reads go to the primary", state.alias, reason)
     state.usable, state.down, state.lag_seconds = False, True, None
     state.fresh_as_of = float("-inf")
-    connections[state.alias].close()
+    with suppress(DatabaseError):  # already broken: nothing left to close
+        connections[state.alias].close()
 
 
 def replica_failed(alias: str) -> None:

@@ -4,7 +4,7 @@ each write leaves for read-your-writes (synapse.db_router; docs/scaling.md)."""
 import functools
 
 from django.conf import settings
-from django.db import DatabaseError, OperationalError
+from django.db import DatabaseError, InterfaceError, OperationalError, ProgrammingError
 
 from synapse import db_router
 from synapse.throttling import WRITE_METHODS, principal_ident
@@ -21,10 +21,11 @@ def replica_reads(handler):
     """Run a read view's handler with its memory reads on a replica, when one is usable
     and fresher than the caller's last write (db_router.read_alias_for).
 
-    A replica that fails during the handler (gone, or a query cancelled by a replay
-    conflict) costs a retry of the handler on the primary, never an error: these views
-    only read (their throttle and the key's last use were written before, on the
-    primary). A statement timeout is not retried."""
+    A replica that fails during the handler (gone, a query cancelled by a replay
+    conflict, or a table or column a migration just added not replayed yet) costs a retry
+    of the handler on the primary, never an error: these views only read (their throttle
+    and the key's last use were written before, on the primary). A statement timeout is
+    not retried: the primary would take as long."""
 
     @functools.wraps(handler)
     def wrapper(view, request, *args, **kwargs):
@@ -36,25 +37,33 @@ def replica_reads(handler):
         try:
             with db_router.reads_from(alias):
                 return handler(view, request, *args, **kwargs)
-        except OperationalError as error:
+        except (OperationalError, InterfaceError) as error:
             if _timed_out(error):
                 raise
             if _unreachable(error):
                 db_router.replica_failed(alias)
+        except ProgrammingError as error:
+            if _sqlstate(error) not in _NOT_REPLAYED_YET:
+                raise
         return handler(view, request, *args, **kwargs)
 
     return wrapper
 
 
-def _sqlstate(error: DatabaseError) -> str | None:
+# undefined_table, undefined_column, undefined_function: a migration the primary has run
+# and the replica not replayed yet.
+_NOT_REPLAYED_YET = frozenset({"42P01", "42703", "42883"})
+
+
+def _sqlstate(error: DatabaseError | InterfaceError) -> str | None:
     return getattr(error.__cause__, "sqlstate", None)
 
 
-def _timed_out(error: DatabaseError) -> bool:
+def _timed_out(error: DatabaseError | InterfaceError) -> bool:
     return _sqlstate(error) == "57014"  # query_canceled: statement_timeout
 
 
-def _unreachable(error: DatabaseError) -> bool:
+def _unreachable(error: DatabaseError | InterfaceError) -> bool:
     """No SQLSTATE (the connection failed) or a connection exception (class 08), or the
     server shutting down (57P01–57P03)."""
     state = _sqlstate(error)

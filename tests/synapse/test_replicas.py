@@ -150,9 +150,12 @@ def test_a_lagging_standby_is_not_read_from(replicated):
     assert "Traceback" not in output, output[-3000:]
 
 
-def test_a_standby_that_is_down_is_not_read_from(replicated):
+def test_a_standby_that_goes_down_is_not_read_from(replicated):
     """Last in this module: the standby stays down."""
-    server = replicated.server(DATABASE_REPLICA_MAX_LAG_MS=str(3600 * 1000))
+    # Measured once in use, then not for ten minutes: the server learns that the standby
+    # is gone from the read that fails on it, and answers that read from the primary.
+    server = replicated.server(DATABASE_REPLICA_MAX_LAG_MS=str(3600 * 1000),
+                               DATABASE_REPLICA_CHECK_MS=str(600 * 1000))
     try:
         writer, reader = replicated.live.key, replicated.reader_key
         wait_for_log(server, IN_USE, lambda: seen(server, reader, "zqnothing"))
@@ -162,11 +165,24 @@ def test_a_standby_that_is_down_is_not_read_from(replicated):
         replicated.stop_standby()
         # Every read answers, from the primary, with the write.
         assert seen(server, reader, "zqstandbydown") == dict.fromkeys(EVERY_READ, True)
-        output = server.output()
-        assert ("read replica replica1 failed a read" in output
-                or "read replica replica1 does not answer" in output), output[-3000:]
+        assert "read replica replica1 failed a read: reads go to the primary" in \
+            server.output()
         # Writes were never affected.
         store(server, writer, "zqstandbydownwrite")
+    finally:
+        output = server.stop()
+    assert "Traceback" not in output, output[-3000:]
+
+
+def test_a_standby_that_does_not_answer_is_not_read_from(replicated):
+    """Last in this module, with the test above: the standby is down from the start."""
+    replicated.stop_standby()  # if the test above did not run in this process
+    server = replicated.server()
+    try:
+        answers = seen(server, replicated.reader_key, "zqstandbydown")
+        assert answers == dict.fromkeys(EVERY_READ, True)
+        assert "read replica replica1 does not answer (OperationalError): reads go to " \
+            "the primary" in server.output()
     finally:
         output = server.stop()
     assert "Traceback" not in output, output[-3000:]
