@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NamedTuple
 
-from django.db import connection
+from django.db import connections
 from django.db.models import Count, Q
 
 from memories.models import Category, Memory, Priority, citation, default_memory_type
@@ -82,9 +82,10 @@ def read_through(queryset, chunk_size: int = 500) -> Iterator:
     (``cursor_tuple_fraction``), so a recall narrowed by a filter (a path: a tenth of the
     mind) walked the recall-order index over the whole mind, filtering — twice the time of
     reading the few rows through the path index and sorting them (bench/results/core.md).
-    The setting applies when the cursor is declared (the first row), and only then."""
+    The setting applies when the cursor is declared (the first row), and only then, on
+    the connection the queryset reads from."""
     rows = queryset.iterator(chunk_size=chunk_size)
-    with connection.cursor() as cursor:
+    with connections[queryset.db].cursor() as cursor:
         cursor.execute("SET cursor_tuple_fraction = 1")
         try:
             first = next(rows, _END)

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import Case, FloatField, Q, When
 from django.db.models.expressions import RawSQL
 from pgvector.django import CosineDistance
@@ -56,7 +56,7 @@ def _where(memories) -> tuple[str, list]:
     return (sql or "TRUE"), list(params)
 
 
-def _live_terms(terms: list[Term]) -> list[bool]:
+def _live_terms(terms: list[Term], using: str = DEFAULT_DB_ALIAS) -> list[bool]:
     """Whether each term leaves any lexeme (stop words and punctuation do not)."""
     if not terms:
         return []
@@ -65,7 +65,7 @@ def _live_terms(terms: list[Term]) -> list[bool]:
         sql, term_params = term.tsquery_sql()
         pieces.append(f"numnode({sql}) > 0")
         params += term_params
-    with connection.cursor() as cursor:
+    with connections[using].cursor() as cursor:
         cursor.execute(f"SELECT {', '.join(pieces)}", params)
         return list(cursor.fetchone())
 
@@ -103,10 +103,11 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
     ``partial`` ranks partial matches of a plain question after the full ones even when
     full ones exist (hybrid search's keyword side). ``context`` ranks an episode with its
     context too (memories.context: its neighbours' words and its date, weight C); plain
-    keyword search keeps to a memory's own words.
+    keyword search keeps to a memory's own words. The SQL runs where ``memories`` reads
+    (a read replica, in a view that allows one: synapse.db_router).
     """
     terms = parsed.terms
-    live = _live_terms(terms + list(parsed.excluded))
+    live = _live_terms(terms + list(parsed.excluded), memories.db)
     term_live = dict(zip(terms, live[:len(terms)], strict=True))
     ignored = [term.text for term, alive in term_live.items() if not alive]
     clauses = [[term for term in clause if term_live[term]] for clause in parsed.clauses]
@@ -182,7 +183,7 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
         LIMIT %s
     """  # noqa: S608
     all_params = params + where_params + exclusion_params + where_params + [limit]
-    with connection.cursor() as cursor:
+    with connections[memories.db].cursor() as cursor:
         cursor.execute(sql, all_params)
         rows = cursor.fetchall()
     result.hits = [(row[0], float(row[1])) for row in rows]
@@ -193,10 +194,11 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
 # -- Semantic search ---------------------------------------------------------------------
 
 @contextmanager
-def iterative_scan(ef_search: int = SEMANTIC_EF_SEARCH):
-    """A transaction in which HNSW scans iterate (pgvector ≥ 0.8) until enough rows pass
-    the query's filters, instead of stopping after ``ef_search`` candidates."""
-    with transaction.atomic(), connection.cursor() as cursor:
+def iterative_scan(ef_search: int = SEMANTIC_EF_SEARCH, using: str = DEFAULT_DB_ALIAS):
+    """A transaction (on database ``using``) in which HNSW scans iterate (pgvector ≥ 0.8)
+    until enough rows pass the query's filters, instead of stopping after ``ef_search``
+    candidates."""
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef_search)])
         yield
@@ -226,7 +228,9 @@ def semantic_search(memories, vector: list[float], *, limit: int,
         UNION ALL
         SELECT * FROM ({exact_sql}) exact WHERE (SELECT count(*) FROM indexed) < %s
     """  # noqa: S608
-    with iterative_scan(max(SEMANTIC_EF_SEARCH, limit)), connection.cursor() as cursor:
+    using = memories.db  # a read replica, in a view that allows one (synapse.db_router)
+    with (iterative_scan(max(SEMANTIC_EF_SEARCH, limit), using),
+          connections[using].cursor() as cursor):
         cursor.execute(sql, [*indexed_params, limit, *exact_params, limit])
         rows = cursor.fetchall()
     hits = sorted(((memory_id, 1.0 - float(distance)) for memory_id, distance in rows),

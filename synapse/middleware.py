@@ -9,6 +9,7 @@ from django.core.exceptions import MiddlewareNotUsed
 
 from synapse import metrics
 from synapse.api import error_response
+from synapse.replicas import mark_write
 
 
 class MetricsMiddleware:
@@ -111,4 +112,19 @@ class ContentSecurityPolicyMiddleware:
         response = self.get_response(request)
         if request.path.startswith(_POLICED_PATHS):
             response.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        return response
+
+
+class ReadYourWritesMiddleware:
+    """With read replicas (settings add this middleware then): each write request leaves its
+    principal's mark, after the view's transactions committed, so that principal's next
+    reads come from the primary until a replica holds the write (synapse.replicas). DRF
+    sets the authenticated principal on the request it wraps, so agents are marked too."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        mark_write(request)
         return response

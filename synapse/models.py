@@ -8,7 +8,9 @@ class RateLimit(models.Model):
     the theoretical arrival time of the next request, in epoch seconds.
 
     The table is UNLOGGED (migration 0002): counters need no crash safety, and writing
-    them costs no WAL flush on every limited request."""
+    them costs no WAL flush on every limited request. With read replicas it also holds
+    each principal's last write (``written:<principal>``, synapse.db_router), whose tat
+    is when that mark expires."""
 
     key = models.CharField(max_length=200, primary_key=True)
     tat = models.FloatField(db_index=True)

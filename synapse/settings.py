@@ -197,7 +197,7 @@ def _databases() -> dict:
 
         parsed = dj_database_url.parse(url)
         options.update({key: parsed[key] for key in ("NAME", "USER", "PASSWORD", "HOST", "PORT")})
-        return {"default": options}
+        return {"default": options, **_replicas(options)}
     if PRODUCTION and not env_bool("SYNAPSE_ALLOW_EMBEDDED_DB", False):
         raise ImproperlyConfigured(
             "DATABASE_URL must be set in production. The embedded PostgreSQL is meant for "
@@ -207,10 +207,44 @@ def _databases() -> dict:
 
     options.update(Cluster(DATA_DIR).connection_settings())
     options["EMBEDDED_DATA_DIR"] = str(DATA_DIR)
-    return {"default": options}
+    return {"default": options, **_replicas(options)}
+
+
+def _replicas(primary: dict) -> dict:
+    """``replica1``, ``replica2``, … from DATABASE_REPLICA_URLS: streaming standbys of the
+    primary, configured like it (engine, timeouts), plus a short connect timeout so a
+    replica that does not answer costs little (synapse.db_router). Tests use the primary
+    in their place (``MIRROR``)."""
+    import dj_database_url
+
+    replicas = {}
+    for position, url in enumerate(env_list("DATABASE_REPLICA_URLS", []), 1):
+        try:
+            parsed = dj_database_url.parse(url)
+        except ValueError as error:
+            raise ImproperlyConfigured(
+                f"DATABASE_REPLICA_URLS: URL {position} is not a database URL ({error}).") from None
+        replica = {key: value for key, value in primary.items() if key != "EMBEDDED_DATA_DIR"}
+        replica.update({key: parsed[key] for key in ("NAME", "USER", "PASSWORD", "HOST", "PORT")})
+        replica["OPTIONS"] = {**primary["OPTIONS"],
+                              "connect_timeout": env_int("DATABASE_REPLICA_CONNECT_TIMEOUT", 2)}
+        replica["TEST"] = {"MIRROR": "default"}
+        replicas[f"replica{position}"] = replica
+    return replicas
 
 
 DATABASES = _databases()
+# Read replicas (docs/scaling.md, "Read replicas"): with DATABASE_REPLICA_URLS set, the
+# memory reads of list, search and recall may go to a standby; everything else, and every
+# write, to the primary.
+DATABASE_REPLICAS = [alias for alias in DATABASES if alias != "default"]
+if DATABASE_REPLICAS:
+    DATABASE_ROUTERS = ["synapse.db_router.ReplicaRouter"]
+    MIDDLEWARE.append("synapse.middleware.ReadYourWritesMiddleware")
+# A replica further behind the primary than this is not read from (milliseconds); its
+# state is checked at most once per DATABASE_REPLICA_CHECK_MS in each process.
+DATABASE_REPLICA_MAX_LAG_MS = env_int("DATABASE_REPLICA_MAX_LAG_MS", 2000)
+DATABASE_REPLICA_CHECK_MS = env_int("DATABASE_REPLICA_CHECK_MS", 1000)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {

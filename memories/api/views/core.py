@@ -4,7 +4,7 @@ import dataclasses
 import itertools
 
 from django.conf import settings
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
@@ -47,6 +47,7 @@ from memories.services import (
     memory_update,
 )
 from synapse.api import MIND_PARAMETER, Conflict, page_of
+from synapse.replicas import replica_reads
 
 # The filters that narrow a recall to part of the mind (RecallQuerySerializer).
 RECALL_FILTERS = {"path", "memory_type", "category", "tag"}
@@ -72,6 +73,7 @@ class CoreActions:
     @extend_schema(operation_id="memory_list", parameters=[MIND_PARAMETER,
                                                            MemoryListQuerySerializer],
                    responses={200: MemoryListSerializer, **ERRORS}, tags=["memory"])
+    @replica_reads
     def list(self, request):
         """List memories (current versions, not in the trash), filtered and paginated."""
         memories = self.filter_queryset(self.get_queryset().current().without_vectors())
@@ -165,6 +167,7 @@ class CoreActions:
     # With ?q= it counts as "semantic"; without a budget as "recall" (synapse.throttling).
     @action(detail=False, methods=["get"], query_serializer=RecallQuerySerializer,
             throttle_scope="recall")
+    @replica_reads
     def recall(self, request):
         mind, query = self.mind, self.query
         memories = self.filter_queryset(recall_memories(mind))
@@ -191,7 +194,10 @@ class CoreActions:
             if len(ordered) > limit:
                 # Too many to hold: counted, then read again from the start over a cursor,
                 # planned for reading every row when a filter narrows it to part of the
-                # mind (recall.read_through).
+                # mind (recall.read_through). A read of a whole large mind, streamed
+                # after this view returns: from the primary, as exports (a standby may
+                # cancel a long read that conflicts with its replay; docs/scaling.md).
+                rows = rows.using(DEFAULT_DB_ALIAS)
                 whole = bool(RECALL_FILTERS & request.query_params.keys())
                 if as_json:
                     stream = read_through(rows) if whole else rows.iterator(chunk_size=500)

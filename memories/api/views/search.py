@@ -25,6 +25,7 @@ from memories.api.serializers.search import (
 )
 from memories.query import QuerySyntaxError, parse_query
 from synapse.api import MIND_PARAMETER, page_of
+from synapse.replicas import replica_reads
 
 RELATED_SCHEMA = {"parameters": [MIND_PARAMETER, RelatedQuerySerializer],
                   "responses": {200: RelatedResponseSerializer, **ERRORS}, "tags": ["search"]}
@@ -43,6 +44,7 @@ class SearchActions:
     # mode=semantic|hybrid counts as "semantic" (synapse.throttling).
     @action(detail=False, methods=["get"], query_serializer=SearchQuerySerializer,
             throttle_scope="search")
+    @replica_reads
     def search(self, request):
         """Full-text search (default), or by meaning (mode=semantic), or both fused
         (mode=hybrid). Malformed syntax is a 400 saying what is wrong."""
@@ -77,6 +79,7 @@ class SearchActions:
                    responses={200: SearchResponseSerializer, **ERRORS}, tags=["search"])
     @action(detail=False, methods=["get"], url_path="semantic-search",
             query_serializer=SemanticSearchQuerySerializer, throttle_scope="semantic")
+    @replica_reads
     def semantic_search(self, request):
         """Memories nearest in meaning to ``q`` (local embeddings); score = cosine
         similarity. Memories not embedded yet are not found (see embed-batch-status)."""
