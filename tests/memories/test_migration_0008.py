@@ -21,7 +21,8 @@ from memories.sync import snapshot_floor
 
 pytestmark = [pytest.mark.serial, pytest.mark.django_db(transaction=True)]
 
-BEFORE = [("memories", "0007_quota_counters")]
+# minds before memberships too: the old code's Mind has its single owner column.
+BEFORE = [("memories", "0007_quota_counters"), ("minds", "0005_oauth_connection")]
 NEW_MEMORY_COLUMNS = {"memory_type", "path", "occurred_at", "seq"}
 NEW_VERSION_COLUMNS = {"memory_type", "path", "occurred_at"}
 NEW_TOMBSTONE_COLUMNS = {"path"}

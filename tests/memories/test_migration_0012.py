@@ -16,7 +16,8 @@ from tests.memories.test_migration_0008 import applied, columns, kept, migrate, 
 
 pytestmark = [pytest.mark.serial, pytest.mark.django_db(transaction=True)]
 
-BEFORE = [("memories", "0011_search_language")]
+# minds before memberships too: the old code's Mind has its single owner column.
+BEFORE = [("memories", "0011_search_language"), ("minds", "0005_oauth_connection")]
 NEW_VERSION_COLUMNS = {"agent", "agent_instance", "device", "parent", "reverted_from"}
 NEW_EVENT_COLUMNS = {"agent", "agent_instance", "device"}
 T0 = datetime(2026, 3, 1, 9, 30, 15, 123456, tzinfo=UTC)
