@@ -440,20 +440,28 @@ def invitation_of_token(token: str) -> Invitation:
     return invitation
 
 
+USER_ID = OpenApiParameter("user_id", int, OpenApiParameter.PATH,
+                          description="The member's user id (GET /minds/{mind_id}/members).")
+
+
 @extend_schema(tags=["members"], auth=HUMAN_AUTH)
 class MemberViewSet(HumanViewSet):
     """The members of one mind, registered under minds/<mind_id>/members."""
 
     resource_name = "Member"
     lookup_url_kwarg = "user_id"
-    lookup_value_converter = "int"
     not_found = "No such member."
 
     def mind(self, action: Action) -> Mind:
         return member_mind(self.request.user, self.kwargs["mind_id"], action)
 
+    def user_id(self) -> int | None:
+        """The user id in the path (a number; anything else matches no member)."""
+        value = self.kwargs["user_id"]
+        return int(value) if value.isascii() and value.isdigit() and len(value) < 19 else None
+
     def get_object(self, mind: Mind) -> Membership:
-        membership = (Membership.objects.filter(mind=mind, user_id=self.kwargs["user_id"])
+        membership = (Membership.objects.filter(mind=mind, user_id=self.user_id())
                       .select_related("user").first())
         if membership is None:
             raise exceptions.NotFound(self.not_found)
@@ -467,8 +475,9 @@ class MemberViewSet(HumanViewSet):
         return Response(MemberSerializer(members, many=True).data)
 
     @extend_schema(operation_id="members_update", request=MemberUpdateSerializer,
+                   parameters=[USER_ID],
                    responses={200: MemberSerializer, **MEMBER_ERRORS})
-    def partial_update(self, request, mind_id: str, user_id: int):
+    def partial_update(self, request, mind_id: str, user_id: str):
         """Change a member's role. Making another member owner, then yourself editor or
         viewer (or leaving), transfers ownership; the last owner cannot step down (409). An
         owner who stops being one has the Mind Keys they issued and the connections they
@@ -481,12 +490,13 @@ class MemberViewSet(HumanViewSet):
                                          **serializer.validated_data)
         return Response(MemberSerializer(membership).data)
 
-    @extend_schema(operation_id="members_remove", responses={204: None, **MEMBER_ERRORS})
-    def destroy(self, request, mind_id: str, user_id: int):
+    @extend_schema(operation_id="members_remove", parameters=[USER_ID],
+                   responses={204: None, **MEMBER_ERRORS})
+    def destroy(self, request, mind_id: str, user_id: str):
         """Remove a member (owners only), or leave the mind (your own user id; any role).
         The last owner cannot leave (409). A departing owner's keys and connections on this
         mind are revoked."""
-        leaving = user_id == request.user.pk
+        leaving = self.user_id() == request.user.pk
         membership = self.get_object(self.mind(Action.READ if leaving else Action.MANAGE))
         with refusals():
             member_remove(membership=membership, actor=request.user)
