@@ -1,6 +1,8 @@
 """The human API: accounts and tokens, minds, the Mind Keys, members and invitations of a
 mind (docs/api.md)."""
 
+from contextlib import contextmanager
+
 from django.utils.functional import cached_property
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, status, viewsets
@@ -415,22 +417,19 @@ INVITATION_ERRORS = {**error_responses(not_found="No such mind or invitation (or
                                                       "Retry-After")}
 
 
-class refusals:  # noqa: N801 (used as ``with refusals():``)
+@contextmanager
+def refusals():
     """Service refusals of members and invitations, as API errors: LastOwner a 409
     ``last_owner``, an invitation that is closed or conflicts a 409, any other refusal
     a 400."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, error, traceback):
-        if isinstance(error, LastOwner):
-            raise Conflict(str(error), code="last_owner") from error
-        if isinstance(error, invitations.InvitationRefused):
-            if isinstance(error, invitations.InvitationConflict | invitations.InvitationGone):
-                raise Conflict(str(error), code=error.code) from error
-            raise exceptions.ValidationError({"non_field_errors": [str(error)]}) from error
-        return False
+    try:
+        yield
+    except LastOwner as error:
+        raise Conflict(str(error), code="last_owner") from error
+    except (invitations.InvitationConflict, invitations.InvitationGone) as error:
+        raise Conflict(str(error), code=error.code) from error
+    except invitations.InvitationRefused as error:
+        raise exceptions.ValidationError({"non_field_errors": [str(error)]}) from error
 
 
 def invitation_of_token(token: str) -> Invitation:
