@@ -1,17 +1,19 @@
-"""Web UI forms for minds, Mind Keys and OAuth consent, and the rate-limited sign-in forms
-(UI, admin)."""
+"""Web UI forms for minds, Mind Keys, members and invitations, OAuth consent, and the
+rate-limited sign-in forms (UI, admin)."""
 
 from types import SimpleNamespace
 
 from django import forms
 from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.forms import AuthenticationForm
+from django.core.validators import validate_email
 from django.http import QueryDict
 from django.utils import timezone
 from oauth2_provider.forms import AllowForm
 
 from minds.access import Action, minds_for
-from minds.models import Mind, MindKey, OAuthConnection
+from minds.models import Mind, MindKey, OAuthConnection, Role
 from minds.services import clean_key_paths
 from synapse.text import validate_single_line
 
@@ -172,3 +174,79 @@ class PasswordResetRequestForm(forms.Form):
     email = forms.EmailField(max_length=254, label="E-mail address",
                              widget=forms.EmailInput(attrs={"autocomplete": "email",
                                                             "autofocus": True}))
+
+
+# -- Members and invitations --------------------------------------------------------------
+
+ROLE_HELP = ("Owner: everything, members and keys included. Editor: review, correct, verify "
+             "and trash memories. Viewer: read only.")
+
+
+class InviteForm(forms.Form):
+    """Invite a username or an e-mail address (told apart by the ``@``) with a role."""
+
+    invitee = forms.CharField(max_length=254, strip=True, label="Username or e-mail address",
+                              widget=forms.TextInput(attrs={"placeholder": "e.g. dana or "
+                                                            "dana@example.com"}))
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.EDITOR, help_text=ROLE_HELP)
+
+    def clean_invitee(self) -> dict:
+        value = self.cleaned_data["invitee"]
+        if "@" in value:
+            validate_email(value)
+            return {"email": value}
+        return {"username": value}
+
+
+class MemberRoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Role.choices)
+
+
+def invite_wait(request) -> int | None:
+    """Seconds before this person may invite again, or None: the budget of ``POST
+    /minds/{id}/invitations`` (scope ``invite``, per user), so the page is no way around
+    it."""
+    from synapse.throttling import ScopeRateThrottle
+
+    attempt = SimpleNamespace(META=request.META, headers=request.headers, method="POST",
+                              user=request.user, query_params=QueryDict())
+    throttle = ScopeRateThrottle()
+    if throttle.allow_request(attempt, SimpleNamespace(throttle_scope="invite")):
+        return None
+    return throttle.wait()
+
+
+class InvitationSignupForm(forms.Form):
+    """Create an account from an invitation's link: its e-mail address is the invitation's."""
+
+    username = forms.CharField(max_length=150, strip=True,
+                               widget=forms.TextInput(attrs={"autocomplete": "username"}))
+    password1 = forms.CharField(label="Password", strip=False,
+                                widget=forms.PasswordInput(attrs={"autocomplete":
+                                                                  "new-password"}))
+    password2 = forms.CharField(label="Password again", strip=False,
+                                widget=forms.PasswordInput(attrs={"autocomplete":
+                                                                  "new-password"}))
+
+    def __init__(self, *args, email: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.email = email
+
+    def clean_username(self) -> str:
+        value = self.cleaned_data["username"]
+        for validator in get_user_model()._meta.get_field("username").validators:
+            validator(value)
+        return value
+
+    def clean(self):
+        cleaned = super().clean()
+        first, second = cleaned.get("password1"), cleaned.get("password2")
+        if first and second and first != second:
+            self.add_error("password2", "The two passwords differ.")
+        elif first and cleaned.get("username"):
+            candidate = get_user_model()(username=cleaned["username"], email=self.email)
+            try:
+                password_validation.validate_password(first, user=candidate)
+            except forms.ValidationError as error:
+                self.add_error("password1", error)
+        return cleaned

@@ -7,7 +7,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
-from synapse.ids import new_connection_id, new_key_id, new_mind_id
+from synapse.ids import new_connection_id, new_invitation_id, new_key_id, new_mind_id
 
 
 class Role(models.TextChoices):
@@ -111,6 +111,85 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} is {self.role} of {self.mind_id}"
+
+
+class InvitationQuerySet(models.QuerySet):
+    def open(self) -> "InvitationQuerySet":
+        """Neither accepted, declined nor revoked (expired ones included: inviting again
+        refreshes them)."""
+        return self.filter(accepted_at__isnull=True, declined_at__isnull=True,
+                           revoked_at__isnull=True)
+
+    def pending(self) -> "InvitationQuerySet":
+        """Open and not expired: what an invitee may still accept."""
+        return self.open().filter(expires_at__gt=timezone.now())
+
+
+OPEN_INVITATION = Q(accepted_at__isnull=True, declined_at__isnull=True, revoked_at__isnull=True)
+
+
+class Invitation(models.Model):
+    """An owner asks someone to join a mind with a role (minds.invitations, docs/teams.md):
+    an existing account (``user``) or an e-mail address (``email``, lower-case). The link's
+    secret token is never stored, only its SHA-256 (``token_hash``). At most one open
+    invitation per mind and invitee: inviting again refreshes it."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "open"
+        EXPIRED = "expired", "expired"
+        ACCEPTED = "accepted", "accepted"
+        DECLINED = "declined", "declined"
+        REVOKED = "revoked", "revoked"
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_invitation_id,
+                          editable=False)
+    mind = models.ForeignKey(Mind, on_delete=models.CASCADE, related_name="invitations")
+    role = models.CharField(max_length=10, choices=Role.choices)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                             on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField(max_length=254, blank=True, default="")
+    invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True, editable=False)
+    declined_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = InvitationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(user__isnull=False) | ~Q(email=""),
+                                   name="invitation_has_invitee"),
+            models.UniqueConstraint(fields=["mind", "user"], condition=OPEN_INVITATION,
+                                    name="invitation_open_user"),
+            models.UniqueConstraint(fields=["mind", "email"],
+                                    condition=OPEN_INVITATION & Q(user__isnull=True),
+                                    name="invitation_open_email"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.invitee} as {self.role} of {self.mind_id}"
+
+    @property
+    def invitee(self) -> str:
+        """Whom it is for: the username, or the e-mail address."""
+        return self.user.get_username() if self.user_id else self.email
+
+    @property
+    def status(self) -> str:
+        if self.accepted_at:
+            return self.Status.ACCEPTED
+        if self.declined_at:
+            return self.Status.DECLINED
+        if self.revoked_at:
+            return self.Status.REVOKED
+        if self.expires_at <= timezone.now():
+            return self.Status.EXPIRED
+        return self.Status.OPEN
 
 
 class MindKeyQuerySet(models.QuerySet):

@@ -19,17 +19,13 @@ from django.contrib.auth.forms import PasswordResetForm
 from django.http import QueryDict
 from rest_framework.settings import api_settings
 
+from minds.mail import mail_configured
 from synapse.origin import public_origin
+
+__all__ = ["mail_configured", "password_change", "password_reset_send", "reset_wait"]
 
 SUBJECT_TEMPLATE = "registration/password_reset_subject.txt"
 EMAIL_TEMPLATE = "registration/password_reset_email.txt"
-
-
-def mail_configured() -> bool:
-    """Whether this server may send a reset link: through SMTP (EMAIL_HOST), or on the
-    console in development. Never in production without SMTP: the link would be a secret
-    written to a log."""
-    return bool(settings.EMAIL_HOST) or not settings.PRODUCTION
 
 
 def reset_wait(request, email: str) -> int | None:

@@ -51,10 +51,10 @@ def _count_per_mind(queryset) -> Coalesce:
 
 def minds_with_counts(*, member) -> MindQuerySet:
     """The minds ``member`` belongs to, annotated with their ``role``, ``memory_count``
-    (current memories), ``unverified_count`` (the verification queue) and ``key_count``
-    (usable keys): what the minds list shows, in the API and the web UI alike. A read, not a
-    write: it lives here because it counts memories, and minds.models sits below
-    memories.models."""
+    (current memories), ``unverified_count`` (the verification queue), ``key_count``
+    (usable keys), ``member_count`` and ``owner_count`` (is it shared, could they leave):
+    what the minds list shows, in the API and the web UI alike. A read, not a write: it
+    lives here because it counts memories, and minds.models sits below memories.models."""
     from memories.models import Memory
 
     current = Memory.objects.current()
@@ -62,6 +62,8 @@ def minds_with_counts(*, member) -> MindQuerySet:
         memory_count=_count_per_mind(current),
         unverified_count=_count_per_mind(current.awaiting_verification()),
         key_count=_count_per_mind(MindKey.objects.usable()),
+        member_count=_count_per_mind(Membership.objects.all()),
+        owner_count=_count_per_mind(Membership.objects.filter(role=Role.OWNER)),
     )
 
 

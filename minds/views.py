@@ -1,9 +1,10 @@
-"""Web UI for minds: the minds list, Mind Keys, connected apps, settings; and the mind scoping
-every page uses."""
+"""Web UI for minds: the minds list, members and invitations, Mind Keys, connected apps,
+settings; and the mind scoping every page uses."""
 
 from datetime import timedelta
 
 from django.contrib import messages
+from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.http import Http404
@@ -14,22 +15,30 @@ from django.utils.functional import cached_property
 from django.views import View
 
 from memories.models import Memory
+from minds import invitations
 from minds.access import Action, RoleRefused, allows, member_mind
 from minds.forms import (
+    InvitationSignupForm,
+    InviteForm,
     KeyForm,
+    MemberRoleForm,
     MindDeleteForm,
     MindForm,
     MindSettingsForm,
     PasswordResetRequestForm,
     SignInForm,
+    invite_wait,
     refuse_if_limited,
 )
-from minds.models import Mind
+from minds.models import Invitation, Membership, Mind
 from minds.passwords import mail_configured, password_reset_send, reset_wait
 from minds.services import (
+    LastOwner,
     connection_revoke,
     key_issue,
     key_revoke,
+    member_remove,
+    member_set_role,
     mind_create,
     mind_delete,
     mind_update,
@@ -101,12 +110,14 @@ class MindView(SignedInView):
 
 
 class MindListView(SignedInView):
-    """The signed-in human's minds with their counts, and a form to create one."""
+    """The signed-in human's minds (owned and shared) with their role and counts, the
+    invitations waiting for them, and a form to create a mind."""
 
     def get(self, request, form: MindForm | None = None):
         minds = minds_with_counts(member=request.user).order_by("name", "created_at")
         return render(request, "minds/mind_list.html",
-                      {"minds": minds, "form": form or MindForm()},
+                      {"minds": minds, "form": form or MindForm(),
+                       "invitations": invitations.for_user(request.user)},
                       status=400 if form is not None else 200)
 
     def post(self, request):
@@ -253,6 +264,216 @@ class MindDeleteView(MindSettingsView):
         mind_delete(mind=self.mind, actor=request.user)
         messages.success(request, f"Deleted {name} with all its memories and keys.")
         return redirect(reverse("ui:minds"))
+
+
+# -- Members and invitations (minds.services, minds.invitations) -----------------------------
+
+class MembersView(MindView):
+    """Who is on the mind and with which role (any member); owners also change roles,
+    remove members, invite (the new link shown once) and revoke open invitations."""
+
+    tab = "members"
+    mind_action = {"GET": Action.READ, "POST": Action.MANAGE}
+
+    def get(self, request, mind_id, form: InviteForm | None = None, invited=None,
+            status: int = 200):
+        members = Membership.objects.filter(mind=self.mind).select_related("user")
+        pending = ()
+        if allows(self.mind.role, Action.MANAGE):
+            pending = (Invitation.objects.open().filter(mind=self.mind)
+                       .select_related("user", "invited_by").order_by("-created_at", "-id"))
+        owners = sum(1 for member in members if member.role == "owner")
+        return self.render("minds/members.html", {
+            "members": members, "invitations": pending, "form": form or InviteForm(),
+            "invited": invited, "role_form": MemberRoleForm(), "owner_count": owners,
+        }, status=status)
+
+    def post(self, request, mind_id):
+        """Invite."""
+        form = InviteForm(request.POST)
+        if not form.is_valid():
+            return self.get(request, mind_id, form=form, status=400)
+        form.retry_after = invite_wait(request)
+        if form.retry_after is not None:
+            form.add_error(None, f"Too many invitations. Try again in {form.retry_after} "
+                                 "seconds.")
+            return refuse_if_limited(self.get(request, mind_id, form=form), form)
+        try:
+            invited = invitations.invite(mind=self.mind, actor=request.user,
+                                         role=form.cleaned_data["role"],
+                                         origin=public_origin(request),
+                                         **form.cleaned_data["invitee"])
+        except invitations.InvitationRefused as refused:
+            form.add_error("invitee", str(refused))
+            return self.get(request, mind_id, form=form, status=400)
+        # Rendered in this response, never stored: the link exists once.
+        return self.get(request, mind_id, invited=invited)
+
+
+class MemberRoleView(MindView):
+    mind_action = Action.MANAGE
+
+    def post(self, request, mind_id, user_id):
+        membership = get_object_or_404(Membership.objects.select_related("user"),
+                                       mind=self.mind, user_id=user_id)
+        form = MemberRoleForm(request.POST)
+        if not form.is_valid():
+            messages.error(request, "Choose owner, editor or viewer.")
+            return redirect("ui:members", mind_id=self.mind.id)
+        try:
+            member_set_role(membership=membership, role=form.cleaned_data["role"],
+                            actor=request.user)
+        except LastOwner as refused:
+            messages.error(request, str(refused))
+        else:
+            messages.success(request, f"{membership.user.get_username()} is now "
+                                      f"{form.cleaned_data['role']}.")
+        return redirect("ui:members", mind_id=self.mind.id)
+
+
+class MemberRemoveView(MindView):
+    mind_action = Action.MANAGE
+
+    def post(self, request, mind_id, user_id):
+        membership = get_object_or_404(Membership.objects.select_related("user"),
+                                       mind=self.mind, user_id=user_id)
+        try:
+            member_remove(membership=membership, actor=request.user)
+        except LastOwner as refused:
+            messages.error(request, str(refused))
+            return redirect("ui:members", mind_id=self.mind.id)
+        if user_id == request.user.pk:
+            messages.success(request, f"You left {self.mind.name}.")
+            return redirect("ui:minds")
+        messages.success(request, f"Removed {membership.user.get_username()} from "
+                                  f"{self.mind.name}.")
+        return redirect("ui:members", mind_id=self.mind.id)
+
+
+class LeaveView(MindView):
+    """Leave a mind (any role): one action from the minds list; the last owner cannot."""
+
+    mind_action = Action.READ
+
+    def post(self, request, mind_id):
+        membership = Membership.objects.get(mind=self.mind, user=request.user)
+        try:
+            member_remove(membership=membership, actor=request.user)
+        except LastOwner:
+            messages.error(request, f"You are the only owner of {self.mind.name}, so you "
+                                    "cannot leave it: make another member an owner first "
+                                    "(Members), or delete the mind (Settings).")
+        else:
+            messages.success(request, f"You left {self.mind.name}.")
+        return redirect("ui:minds")
+
+
+class InvitationRevokeView(MindView):
+    mind_action = Action.MANAGE
+
+    def post(self, request, mind_id, invitation_id):
+        invitation = get_object_or_404(self.mind.invitations.select_related("user"),
+                                       pk=invitation_id)
+        invitations.revoke(invitation=invitation, actor=request.user)
+        messages.success(request, f"Revoked the invitation of {invitation.invitee}: its "
+                                  "link no longer works.")
+        return redirect("ui:members", mind_id=self.mind.id)
+
+
+class InvitationAnswerView(SignedInView):
+    """Accept or decline, from the minds list, an invitation to the signed-in account."""
+
+    answer = "accept"
+
+    def post(self, request, invitation_id):
+        invitation = get_object_or_404(
+            Invitation.objects.select_related("mind", "user").filter(user=request.user),
+            pk=invitation_id)
+        return answer_invitation(request, invitation, self.answer, with_token=False)
+
+
+def answer_invitation(request, invitation: Invitation, answer: str, *, with_token: bool):
+    """Accept (then to the mind) or decline (then to the minds list) as the signed-in
+    person; a refusal is a message on the minds list."""
+    try:
+        if answer == "accept":
+            invitations.accept(invitation=invitation, user=request.user, with_token=with_token)
+        else:
+            invitations.decline(invitation=invitation, user=request.user,
+                                with_token=with_token)
+    except invitations.InvitationRefused as refused:
+        messages.error(request, str(refused))
+        return redirect("ui:minds")
+    if answer == "accept":
+        messages.success(request, f"You joined {invitation.mind.name} as {invitation.role}.")
+        return redirect("ui:browser", mind_id=invitation.mind_id)
+    messages.info(request, f"You declined the invitation to {invitation.mind.name}.")
+    return redirect("ui:minds")
+
+
+class InvitationLinkView(View):
+    """An invitation's link (``/ui/invitations/<token>``): the mind, the role and who
+    invited. Signed in: Accept / Decline (minds.invitations says who may). Not signed in:
+    sign in, or, for an invitation to an e-mail address, create an account with it (open
+    registration need not be), which accepts it. Unknown, used, revoked or expired: a page
+    saying so."""
+
+    template_name = "minds/invitation.html"
+
+    def page(self, request, invitation, *, form=None, reason: str = "", status: int = 200):
+        signed_in = request.user.is_authenticated
+        refusal = None
+        if invitation is not None and signed_in and not reason:
+            refusal = invitations.may_answer(invitation, request.user, with_token=True)
+        if form is None and invitation is not None and not invitation.user_id:
+            form = InvitationSignupForm(email=invitation.email)
+        return render(request, self.template_name, {
+            "invitation": invitation, "reason": reason, "refusal": refusal, "form": form,
+            "signed_in": signed_in, "link": request.path,
+        }, status=status)
+
+    def lookup(self, token: str):
+        invitation = invitations.by_token(token)
+        if invitation is None:
+            return None, ("This invitation link is not valid: check that it was copied "
+                          "whole, or ask for a new one."), 404
+        reason = invitations.closed_reason(invitation)
+        return invitation, reason or "", 410 if reason else 200
+
+    def get(self, request, token):
+        invitation, reason, status = self.lookup(token)
+        return self.page(request, invitation, reason=reason, status=status)
+
+    def post(self, request, token):
+        invitation, reason, status = self.lookup(token)
+        if reason:
+            return self.page(request, invitation, reason=reason, status=status)
+        answer = request.POST.get("answer")
+        if answer == "decline" and not request.user.is_authenticated:
+            invitations.decline(invitation=invitation, with_token=True)
+            return self.page(request, invitation, reason="You declined this invitation.")
+        if answer in ("accept", "decline") and request.user.is_authenticated:
+            return answer_invitation(request, invitation, answer, with_token=True)
+        if answer == "signup" and not request.user.is_authenticated and not invitation.user_id:
+            return self.signup(request, invitation)
+        return self.page(request, invitation, status=400)
+
+    def signup(self, request, invitation):
+        form = InvitationSignupForm(request.POST, email=invitation.email)
+        if not form.is_valid():
+            return self.page(request, invitation, form=form, status=400)
+        try:
+            user, _membership = invitations.register_and_accept(
+                invitation=invitation, username=form.cleaned_data["username"],
+                password=form.cleaned_data["password1"])
+        except invitations.InvitationRefused as refused:
+            form.add_error("username" if isinstance(refused, invitations.UsernameTaken)
+                           else None, str(refused))
+            return self.page(request, invitation, form=form, status=400)
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        messages.success(request, f"Welcome, {user.get_username()}: you joined "
+                                  f"{invitation.mind.name} as {invitation.role}.")
+        return redirect("ui:browser", mind_id=invitation.mind_id)
 
 
 # -- Passwords: reset by e-mail, change (minds.passwords) --------------------------------------

@@ -1,5 +1,5 @@
 """Random public identifiers: ``m_…`` minds, ``mem_…`` memories, ``mkid_…`` keys,
-``oc_…`` OAuth connections."""
+``oc_…`` OAuth connections, ``invid_…`` invitations."""
 
 import secrets
 import string
@@ -26,3 +26,7 @@ def new_key_id() -> str:
 
 def new_connection_id() -> str:
     return "oc_" + random_token(16)
+
+
+def new_invitation_id() -> str:
+    return "invid_" + random_token(16)

@@ -1,11 +1,14 @@
-"""Log redaction: Mind Keys, bearer tokens, ``?key=`` values and OAuth codes, tokens, secrets
-and verifiers never reach a log line, not even inside a traceback."""
+"""Log redaction: Mind Keys, bearer tokens, ``?key=`` values, OAuth codes, tokens, secrets
+and verifiers, and invitation tokens (in the path of an invitation's link) never reach a log
+line, not even inside a traceback."""
 
 import logging
 import re
 
 _PATTERNS = [
     (re.compile(r"mk_[A-Za-z0-9]{4,}"), "mk_[redacted]"),
+    # An invitation's token (minds.invitations): "Bad Request: /ui/invitations/inv_…".
+    (re.compile(r"\binv_[A-Za-z0-9]{4,}"), "inv_[redacted]"),
     (re.compile(r"(?i)([?&]key=)[^&\s\"']+"), r"\1[redacted]"),
     (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"), r"\1[redacted]"),
     (re.compile(r"(?i)(\"?(?:password|refresh|access)\"?\s*[:=]\s*\"?)[^\"&\s,}]+"),

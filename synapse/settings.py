@@ -335,6 +335,8 @@ REST_FRAMEWORK = {
         "password_reset": env_str("SYNAPSE_RATE_PASSWORD_RESET", "5/hour"),
         # OAuth client registrations (POST /oauth/register, open to anyone) per address.
         "oauth_register": env_str("SYNAPSE_RATE_OAUTH_REGISTER", "30/hour"),
+        # Invitations sent by one person (each may send mail; minds.invitations).
+        "invite": env_str("SYNAPSE_RATE_INVITE", "30/hour"),
     },
     # `format` is a recall option of ours, not DRF's renderer override.
     "URL_FORMAT_OVERRIDE": None,
@@ -363,7 +365,7 @@ SPECTACULAR_SETTINGS = {
 
 # E-mail (password reset): through SMTP when EMAIL_HOST is set, else printed on the
 # console in development. In production without EMAIL_HOST nothing is sent: reset links are
-# secrets and never go to a log (minds.accounts.mail_configured).
+# secrets and never go to a log (minds.mail.mail_configured).
 EMAIL_HOST = env_str("EMAIL_HOST", "") or ""
 EMAIL_BACKEND = ("django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
                  else "django.core.mail.backends.console.EmailBackend")
@@ -449,6 +451,8 @@ SYNAPSE = {
     "EMBED_BATCH_SIZE": env_int("SYNAPSE_EMBED_BATCH_SIZE", 64),
     # Closed by default in production: anyone who reaches the server could open accounts.
     "ALLOW_REGISTRATION": env_bool("SYNAPSE_ALLOW_REGISTRATION", not PRODUCTION),
+    # How long an invitation's link works (minds.invitations); inviting again renews it.
+    "INVITATION_DAYS": env_int("SYNAPSE_INVITATION_DAYS", 7),
     "TRASH_RETENTION_DAYS": env_int("SYNAPSE_TRASH_RETENTION_DAYS", 30),
     "IDEMPOTENCY_TTL_SECONDS": env_int("SYNAPSE_IDEMPOTENCY_TTL_SECONDS", 24 * 3600),
     "KEY_LAST_USED_RESOLUTION_SECONDS": 60,

@@ -1,6 +1,13 @@
-"""The small cast: alice owns a mind her agent writes to; bob owns another tenant."""
+"""The small cast: alice owns a mind her agent writes to; bob owns another tenant. And a
+real SMTP server (``smtp``) for the tests of mail."""
+
+import email
+import re
+import socket
+from email import policy
 
 import pytest
+from aiosmtpd.controller import Controller
 from django.contrib.auth import get_user_model
 from django.test import Client
 from rest_framework.test import APIClient
@@ -142,3 +149,41 @@ def remember(alice_key):
                             expires_given="expires_at" in fields, **fields).memory
 
     return _remember
+
+
+class Inbox:
+    """What the SMTP server received: parsed messages."""
+
+    def __init__(self):
+        self.messages = []
+
+    async def handle_DATA(self, server, session, envelope):  # noqa: N802 (aiosmtpd's name)
+        message = email.message_from_bytes(envelope.content, policy=policy.default)
+        self.messages.append((envelope.rcpt_tos, message))
+        return "250 OK"
+
+    def bodies(self) -> list[str]:
+        return [message.get_body(("plain",)).get_content() for _to, message in self.messages]
+
+    def links(self, pattern: re.Pattern) -> list[tuple[str, ...]]:
+        """The groups of ``pattern`` in each message's plain-text body."""
+        return [pattern.search(body).groups() for body in self.bodies()]
+
+
+@pytest.fixture
+def smtp(settings):
+    """A real SMTP server on a free local port, and Django sending through it."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    inbox = Inbox()
+    controller = Controller(inbox, hostname="127.0.0.1", port=port)
+    controller.start()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", port
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    settings.DEFAULT_FROM_EMAIL = "Synapse <synapse@example.com>"
+    try:
+        yield inbox
+    finally:
+        controller.stop()

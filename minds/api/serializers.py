@@ -10,7 +10,7 @@ from rest_framework_simplejwt.serializers import TokenObtainPairSerializer, Toke
 from rest_framework_simplejwt.settings import api_settings as jwt_settings
 from rest_framework_simplejwt.utils import get_md5_hash_password
 
-from minds.models import SEARCH_LANGUAGES, Mind, MindKey, Role
+from minds.models import SEARCH_LANGUAGES, Invitation, Membership, Mind, MindKey, Role
 from minds.services import clean_key_paths
 from synapse.api import StrictSerializer, TimestampField
 from synapse.text import validate_single_line
@@ -22,6 +22,11 @@ class RegisterSerializer(StrictSerializer):
     password = serializers.CharField(max_length=512, trim_whitespace=False,
                                      style={"input_type": "password"})
     email = serializers.EmailField(required=False, allow_blank=True, default="")
+    invitation = serializers.CharField(
+        required=False, max_length=100,
+        help_text="The token of an invitation to an e-mail address (the last part of its "
+                  "link, inv_…): the account gets that address and joins the mind at once, "
+                  "even where open registration is switched off.")
 
     def validate_username(self, value: str) -> str:
         user_model = get_user_model()
@@ -287,3 +292,87 @@ class MindKeyCreateSerializer(StrictSerializer):
         if value is not None and value <= timezone.now():
             raise serializers.ValidationError("The expiry must be in the future.")
         return value
+
+
+# -- Members and invitations --------------------------------------------------------------
+
+class MemberSerializer(serializers.ModelSerializer):
+    user_id = serializers.IntegerField(read_only=True)
+    username = serializers.CharField(source="user.username", read_only=True)
+    role = serializers.ChoiceField(choices=Role.choices, read_only=True)
+    created_at = TimestampField(read_only=True, help_text="When they joined the mind.")
+
+    class Meta:
+        model = Membership
+        fields = ["user_id", "username", "role", "created_at"]
+        read_only_fields = fields
+
+
+class MemberUpdateSerializer(StrictSerializer):
+    role = serializers.ChoiceField(
+        choices=Role.choices,
+        help_text="The new role. Making someone owner and then yourself editor (or leaving) "
+                  "transfers ownership; the last owner cannot step down.")
+
+
+class InvitationSerializer(serializers.ModelSerializer):
+    mind_id = serializers.CharField(read_only=True)
+    mind_name = serializers.CharField(source="mind.name", read_only=True)
+    username = serializers.SerializerMethodField(
+        help_text="The invited account, or null for an invitation to an e-mail address.")
+    email = serializers.CharField(read_only=True, help_text="The invited address (lower "
+                                  "case), or empty for an invitation to an account.")
+    invited_by = serializers.SerializerMethodField(help_text="The owner who invited.")
+    status = serializers.CharField(read_only=True, help_text="open, expired (inviting again "
+                                   "renews it), accepted, declined or revoked.")
+    created_at = TimestampField(read_only=True)
+    expires_at = TimestampField(read_only=True)
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "mind_id", "mind_name", "role", "username", "email", "invited_by",
+                  "status", "created_at", "expires_at"]
+        read_only_fields = fields
+
+    def get_username(self, invitation) -> str | None:
+        return invitation.user.get_username() if invitation.user_id else None
+
+    def get_invited_by(self, invitation) -> str | None:
+        return invitation.invited_by.get_username() if invitation.invited_by else None
+
+
+class InvitedSerializer(InvitationSerializer):
+    link = serializers.CharField(read_only=True, help_text="The invitation's link, shown "
+                                 "this once (only a hash of its token is stored): hand it "
+                                 "to the invitee if it was not mailed.")
+    emailed = serializers.BooleanField(read_only=True, help_text="Whether the link was "
+                                       "mailed to the invitee.")
+
+    class Meta(InvitationSerializer.Meta):
+        fields = [*InvitationSerializer.Meta.fields, "link", "emailed"]
+        read_only_fields = fields
+
+
+class InvitationCreateSerializer(StrictSerializer):
+    username = serializers.CharField(max_length=150, required=False, help_text="Invite an "
+                                     "existing account (or give email).")
+    email = serializers.EmailField(max_length=254, required=False, help_text="Invite an "
+                                   "e-mail address: the link lets its holder create an "
+                                   "account.")
+    role = serializers.ChoiceField(choices=Role.choices)
+
+    def validate(self, attrs):
+        if ("username" in attrs) == ("email" in attrs):
+            raise serializers.ValidationError("Send either username or email.")
+        return attrs
+
+
+class InvitationTokenSerializer(StrictSerializer):
+    token = serializers.CharField(max_length=100, help_text="The token of the invitation's "
+                                  "link (the part after /ui/invitations/).")
+
+
+class AcceptedSerializer(serializers.Serializer):
+    mind_id = serializers.CharField()
+    mind_name = serializers.CharField()
+    role = serializers.ChoiceField(choices=Role.choices)

@@ -1,4 +1,7 @@
-"""The human API: accounts and tokens, minds, and the Mind Keys of a mind (docs/api.md)."""
+"""The human API: accounts and tokens, minds, the Mind Keys, members and invitations of a
+mind (docs/api.md)."""
+
+from contextlib import contextmanager
 
 from django.utils.functional import cached_property
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -9,12 +12,20 @@ from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
 from rest_framework_simplejwt.tokens import RefreshToken
 from rest_framework_simplejwt.views import TokenObtainPairView, TokenRefreshView
 
+from minds import invitations
 from minds.access import Action, member_mind
 from minds.api.serializers import (
+    AcceptedSerializer,
     DetailSerializer,
+    InvitationCreateSerializer,
+    InvitationSerializer,
+    InvitationTokenSerializer,
+    InvitedSerializer,
     IssuedMindKeySerializer,
     LoginSerializer,
     LogoutSerializer,
+    MemberSerializer,
+    MemberUpdateSerializer,
     MindCreateSerializer,
     MindDeleteQuerySerializer,
     MindDeleteSerializer,
@@ -31,19 +42,30 @@ from minds.api.serializers import (
     TokenPairSerializer,
     UserSerializer,
 )
-from minds.models import Mind, MindKey
+from minds.models import Invitation, Membership, Mind, MindKey
 from minds.passwords import mail_configured, password_change, password_reset_send, reset_wait
 from minds.services import (
+    LastOwner,
     account_register,
     key_issue,
     key_revoke,
+    member_remove,
+    member_set_role,
     mind_create,
     mind_delete,
     mind_update,
     minds_with_counts,
     registration_open,
 )
-from synapse.api import HUMAN_AUTH, HumanOnly, ServiceUnavailable, SynapseAPIView, error_responses
+from synapse.api import (
+    HUMAN_AUTH,
+    Conflict,
+    HumanOnly,
+    ServiceUnavailable,
+    SynapseAPIView,
+    error_responses,
+)
+from synapse.origin import public_origin
 from synapse.throttling import LoginAttemptThrottle, ScopeRateThrottle
 
 REALM = 'Bearer realm="synapse"'
@@ -89,13 +111,29 @@ class RegisterView(TokenRouteMixin, SynapseAPIView):
     def post(self, request):
         """Create an account (open by default in development, closed in production; see
         SYNAPSE_ALLOW_REGISTRATION). The answer is the same whether the username was free
-        or taken: sign in to find out."""
-        if not registration_open():
+        or taken: sign in to find out.
+
+        With ``invitation`` (the token of an invitation to an e-mail address) the account is
+        created even where registration is closed, gets the invitation's address, and joins
+        its mind at once; a taken username is then a 400 (the invitation stays open)."""
+        token = request.data.get("invitation") if isinstance(request.data, dict) else None
+        if token is None and not registration_open():
             raise exceptions.PermissionDenied("Registration is switched off on this server.",
                                               code="registration_closed")
         serializer = RegisterSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        account_register(**serializer.validated_data)
+        fields = dict(serializer.validated_data)
+        if "invitation" in fields:
+            invitation = invitation_of_token(fields.pop("invitation"))
+            with refusals():
+                invitations.register_and_accept(invitation=invitation,
+                                                username=fields["username"],
+                                                password=fields["password"])
+            return Response({"username": fields["username"],
+                             "detail": f"The account exists and is a {invitation.role} of "
+                                       f"{invitation.mind.name}: sign in with POST "
+                                       "/auth/login."}, status=status.HTTP_201_CREATED)
+        account_register(**fields)
         return Response({"username": serializer.validated_data["username"],
                          "detail": REGISTERED}, status=status.HTTP_201_CREATED)
 
@@ -362,3 +400,244 @@ class MindKeyViewSet(HumanViewSet):
         Owners only."""
         key = key_revoke(key=self.get_object(), actor=request.user)
         return Response(MindKeySerializer(key).data)
+
+
+# -- Members and invitations --------------------------------------------------------------
+
+MEMBER_ERRORS = {**error_responses(not_found="No such mind or member (or not yours)",
+                                   forbidden="Your role does not allow this, or Mind Keys"),
+                 409: OpenApiResponse(description="last_owner: a mind keeps at least one "
+                                                  "owner (error shape)")}
+INVITATION_ERRORS = {**error_responses(not_found="No such mind or invitation (or not yours)",
+                                       forbidden="Your role does not allow this, or Mind "
+                                                 "Keys"),
+                     409: OpenApiResponse(description="Conflicts with the invitation's state "
+                                                      "(error shape)"),
+                     429: OpenApiResponse(description="Too many invitations; see "
+                                                      "Retry-After")}
+
+
+@contextmanager
+def refusals():
+    """Service refusals of members and invitations, as API errors: LastOwner a 409
+    ``last_owner``, an invitation that is closed or conflicts a 409, any other refusal
+    a 400."""
+    try:
+        yield
+    except LastOwner as error:
+        raise Conflict(str(error), code="last_owner") from error
+    except (invitations.InvitationConflict, invitations.InvitationGone) as error:
+        raise Conflict(str(error), code=error.code) from error
+    except invitations.InvitationRefused as error:
+        raise exceptions.ValidationError({"non_field_errors": [str(error)]}) from error
+
+
+def invitation_of_token(token: str) -> Invitation:
+    invitation = invitations.by_token(token)
+    if invitation is None:
+        raise exceptions.NotFound("No such invitation: check the link.")
+    return invitation
+
+
+USER_ID = OpenApiParameter("user_id", int, OpenApiParameter.PATH,
+                          description="The member's user id (GET /minds/{mind_id}/members).")
+
+
+@extend_schema(tags=["members"], auth=HUMAN_AUTH)
+class MemberViewSet(HumanViewSet):
+    """The members of one mind, registered under minds/<mind_id>/members."""
+
+    resource_name = "Member"
+    lookup_url_kwarg = "user_id"
+    not_found = "No such member."
+
+    def mind(self, action: Action) -> Mind:
+        return member_mind(self.request.user, self.kwargs["mind_id"], action)
+
+    def user_id(self) -> int | None:
+        """The user id in the path (a number; anything else matches no member)."""
+        value = self.kwargs["user_id"]
+        return int(value) if value.isascii() and value.isdigit() and len(value) < 19 else None
+
+    def get_object(self, mind: Mind) -> Membership:
+        membership = (Membership.objects.filter(mind=mind, user_id=self.user_id())
+                      .select_related("user").first())
+        if membership is None:
+            raise exceptions.NotFound(self.not_found)
+        return membership
+
+    @extend_schema(operation_id="members_list",
+                   responses={200: MemberSerializer(many=True), **MEMBER_ERRORS})
+    def list(self, request, mind_id: str):
+        """Who is on the mind, with their roles, oldest member first. Any role."""
+        members = Membership.objects.filter(mind=self.mind(Action.READ)).select_related("user")
+        return Response(MemberSerializer(members, many=True).data)
+
+    @extend_schema(operation_id="members_update", request=MemberUpdateSerializer,
+                   parameters=[USER_ID],
+                   responses={200: MemberSerializer, **MEMBER_ERRORS})
+    def partial_update(self, request, mind_id: str, user_id: str):
+        """Change a member's role. Making another member owner, then yourself editor or
+        viewer (or leaving), transfers ownership; the last owner cannot step down (409). An
+        owner who stops being one has the Mind Keys they issued and the connections they
+        approved on this mind revoked. Owners only."""
+        membership = self.get_object(self.mind(Action.MANAGE))
+        serializer = MemberUpdateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        with refusals():
+            membership = member_set_role(membership=membership, actor=request.user,
+                                         **serializer.validated_data)
+        return Response(MemberSerializer(membership).data)
+
+    @extend_schema(operation_id="members_remove", parameters=[USER_ID],
+                   responses={204: None, **MEMBER_ERRORS})
+    def destroy(self, request, mind_id: str, user_id: str):
+        """Remove a member (owners only), or leave the mind (your own user id; any role).
+        The last owner cannot leave (409). A departing owner's keys and connections on this
+        mind are revoked."""
+        leaving = self.user_id() == request.user.pk
+        membership = self.get_object(self.mind(Action.READ if leaving else Action.MANAGE))
+        with refusals():
+            member_remove(membership=membership, actor=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema(tags=["members"], auth=HUMAN_AUTH)
+class MindInvitationViewSet(HumanViewSet):
+    """The invitations of one mind, registered under minds/<mind_id>/invitations: owners
+    only."""
+
+    resource_name = "Invitation"
+    lookup_url_kwarg = "invitation_id"
+    not_found = "No such invitation."
+    throttle_scope = {"POST": "invite"}
+
+    @cached_property
+    def mind(self) -> Mind:
+        return member_mind(self.request.user, self.kwargs["mind_id"], Action.MANAGE)
+
+    def get_queryset(self):
+        return Invitation.objects.filter(mind=self.mind).select_related(
+            "mind", "user", "invited_by")
+
+    @extend_schema(operation_id="invitations_list",
+                   responses={200: InvitationSerializer(many=True), **INVITATION_ERRORS})
+    def list(self, request, mind_id: str):
+        """The open invitations of the mind (expired ones too, until revoked or renewed),
+        newest first; never their links. Owners only."""
+        pending = self.get_queryset().open().order_by("-created_at", "-id")
+        return Response(InvitationSerializer(pending, many=True).data)
+
+    @extend_schema(operation_id="invitations_create", request=InvitationCreateSerializer,
+                   responses={201: InvitedSerializer, **INVITATION_ERRORS})
+    def create(self, request, mind_id: str):
+        """Invite an account (``username``) or an e-mail address (``email``) with a role.
+        The answer carries the link, shown this once: it is mailed when the server sends
+        mail and the invitee has an address (``emailed``); otherwise hand it over yourself.
+        Inviting the same invitee again renews the open invitation (new link, new expiry,
+        the new role). A current member is a 400. Owners only; rate limited (``invite``)."""
+        serializer = InvitationCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        with refusals():
+            invited = invitations.invite(mind=self.mind, actor=request.user,
+                                         origin=public_origin(request),
+                                         **serializer.validated_data)
+        invitation = invited.invitation
+        invitation.link, invitation.emailed = invited.link, invited.emailed
+        return Response(InvitedSerializer(invitation).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(operation_id="invitations_revoke",
+                   responses={200: InvitationSerializer, **INVITATION_ERRORS})
+    def destroy(self, request, mind_id: str, invitation_id: str):
+        """Revoke an invitation: its link stops working. Revoking a closed one changes
+        nothing. Owners only."""
+        invitation = invitations.revoke(invitation=self.get_object(), actor=request.user)
+        return Response(InvitationSerializer(invitation).data)
+
+
+@extend_schema(tags=["members"], auth=HUMAN_AUTH)
+class MyInvitationViewSet(HumanViewSet):
+    """The invitations waiting for the signed-in human, and answering them."""
+
+    resource_name = "Invitation"
+    lookup_url_kwarg = "invitation_id"
+    not_found = "No such invitation."
+
+    def get_queryset(self):
+        # Any state, so answering a closed one says why (409) rather than a 404.
+        return Invitation.objects.filter(user=self.request.user).select_related(
+            "mind", "user", "invited_by")
+
+    @extend_schema(operation_id="my_invitations_list",
+                   responses={200: InvitationSerializer(many=True), **INVITATION_ERRORS})
+    def list(self, request):
+        """Invitations to your account that you may accept or decline, newest first.
+        (Invitations to an e-mail address are answered from their link.)"""
+        pending = invitations.for_user(request.user).select_related("user")
+        return Response(InvitationSerializer(pending, many=True).data)
+
+    def answered(self, invitation: Invitation) -> Response:
+        return Response({"mind_id": invitation.mind_id, "mind_name": invitation.mind.name,
+                         "role": invitation.role})
+
+    @extend_schema(operation_id="my_invitations_accept", request=None,
+                   responses={200: AcceptedSerializer, **INVITATION_ERRORS})
+    def accept(self, request, invitation_id: str):
+        """Accept an invitation to your account: you become a member of its mind."""
+        invitation = self.get_object()
+        with refusals():
+            invitations.accept(invitation=invitation, user=request.user)
+        return self.answered(invitation)
+
+    @extend_schema(operation_id="my_invitations_decline", request=None,
+                   responses={200: AcceptedSerializer, **INVITATION_ERRORS})
+    def decline(self, request, invitation_id: str):
+        """Decline an invitation to your account."""
+        invitation = self.get_object()
+        with refusals():
+            invitations.decline(invitation=invitation, user=request.user)
+        return self.answered(invitation)
+
+
+class InvitationTokenView(SynapseAPIView):
+    """Answer an invitation by its link's token (``answer``: accept or decline)."""
+
+    permission_classes = [HumanOnly]
+    answer = "accept"
+
+    def post(self, request):
+        serializer = InvitationTokenSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        invitation = invitation_of_token(serializer.validated_data["token"])
+        with refusals():
+            if self.answer == "accept":
+                invitations.accept(invitation=invitation, user=request.user, with_token=True)
+            else:
+                invitations.decline(invitation=invitation, user=request.user,
+                                    with_token=True)
+        return Response({"mind_id": invitation.mind_id, "mind_name": invitation.mind.name,
+                         "role": invitation.role})
+
+
+class InvitationTokenAcceptView(InvitationTokenView):
+    @extend_schema(operation_id="invitations_accept_token", auth=HUMAN_AUTH,
+                   request=InvitationTokenSerializer,
+                   responses={200: AcceptedSerializer, **INVITATION_ERRORS},
+                   tags=["members"])
+    def post(self, request):
+        """Accept an invitation with its link's token: an invitation to your account, or
+        to an e-mail address that is your account's (no account yet? POST /auth/register
+        with ``invitation``)."""
+        return super().post(request)
+
+
+class InvitationTokenDeclineView(InvitationTokenView):
+    answer = "decline"
+
+    @extend_schema(operation_id="invitations_decline_token", auth=HUMAN_AUTH,
+                   request=InvitationTokenSerializer,
+                   responses={200: AcceptedSerializer, **INVITATION_ERRORS},
+                   tags=["members"])
+    def post(self, request):
+        """Decline an invitation with its link's token."""
+        return super().post(request)

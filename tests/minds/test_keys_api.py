@@ -200,7 +200,8 @@ def test_the_write_route_list_covers_the_known_writes():
 def test_a_read_only_key_is_refused_on_every_write_route(reader, remember, alice_key, route,
                                                          method):
     memory = remember(content="Stays as it is", tags=["kept"])
-    values = {"memory_id": memory.id, "mind_id": alice_key[0].mind_id, "key_id": alice_key[0].id}
+    values = {"memory_id": memory.id, "mind_id": alice_key[0].mind_id, "key_id": alice_key[0].id,
+              "user_id": str(alice_key[0].created_by_id), "invitation_id": "invid_none"}
     path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda match: values[match.group(1)], route)
     audit_before = AuditEvent.objects.count()
     response = getattr(reader, method)(path, {"category": "fact", "content": "changed",
