@@ -243,8 +243,8 @@ class AccountExportView(SynapseAPIView):
 
     @extend_schema(operation_id="auth_export", auth=HUMAN_AUTH,
                    parameters=[AccountExportQuerySerializer],
-                   responses={(200, "application/json"): OpenApiTypes.OBJECT, **ME_ERRORS,
-                              429: TOKEN_ERRORS[429]},
+                   responses={(200, "application/json"): OpenApiTypes.OBJECT,
+                              400: TOKEN_ERRORS[400], **ME_ERRORS, 429: TOKEN_ERRORS[429]},
                    tags=["auth"])
     def get(self, request):
         """Everything you own, streamed as one JSON document: your account, memberships
