@@ -19,6 +19,22 @@ def describe_actor(actor) -> tuple[str, str, str]:
     return "user", str(actor.pk), actor.get_username()
 
 
+def by_member(member_id: int | None) -> dict:
+    """The lookups of an audit event made by the member with this user id (``?member=``
+    on GET /memory/audit and the Activity page); none, every event."""
+    if member_id is None:
+        return {}
+    return {"actor_type": "user", "actor_id": str(member_id)}
+
+
+def written_by_member(member_id: int | None) -> dict:
+    """The lookups of a version written by the member with this user id (``?member=`` on
+    GET /memory/{id}/versions and the memory page); none, every version."""
+    if member_id is None:
+        return {}
+    return {"recorded_by_type": "user", "recorded_by_id": str(member_id)}
+
+
 def record_event(*, mind: Mind, actor, action: str, memory_id: str = "",
                  details: dict | None = None,
                  provenance: Provenance = NO_PROVENANCE) -> AuditEvent:

@@ -114,6 +114,87 @@ def export_json(*, mind: Mind, reveal: bool, path: str = "") -> Iterator[str]:
     yield "]}\n"
 
 
+ACCOUNT_FORMAT = "synapse.account-export"
+
+
+def account_data(user) -> dict:
+    """What the account itself holds about ``user``: the account, their memberships with
+    roles, the Mind Keys they issued (never a secret: no lookup, no hash), the OAuth
+    connections they approved, and the invitations sent to their account or by them (never
+    a token). Six queries, whatever their number."""
+    from minds.models import Invitation, Membership, MindKey, OAuthConnection
+
+    memberships = Membership.objects.filter(user=user).select_related("mind").order_by(
+        "created_at", "id")
+    keys = MindKey.objects.filter(created_by=user).order_by("created_at", "id")
+    connections = (OAuthConnection.objects.filter(approved_by=user)
+                   .select_related("application").order_by("created_at", "id"))
+    invitations = Invitation.objects.select_related("mind", "user", "invited_by")
+    received = invitations.filter(user=user).order_by("created_at", "id")
+    sent = invitations.filter(invited_by=user).order_by("created_at", "id")
+    return {
+        "account": {"id": user.pk, "username": user.get_username(), "email": user.email,
+                    "first_name": user.first_name, "last_name": user.last_name,
+                    "date_joined": format_timestamp(user.date_joined),
+                    "last_login": format_timestamp(user.last_login)},
+        "memberships": [{"mind_id": membership.mind_id, "mind_name": membership.mind.name,
+                         "role": membership.role,
+                         "since": format_timestamp(membership.created_at)}
+                        for membership in memberships],
+        "keys": [{"id": key.id, "mind_id": key.mind_id, "name": key.name,
+                  "last4": key.last4, "scope": key.scope, "paths": list(key.paths),
+                  "created_at": format_timestamp(key.created_at),
+                  "last_used_at": format_timestamp(key.last_used_at),
+                  "expires_at": format_timestamp(key.expires_at),
+                  "revoked_at": format_timestamp(key.revoked_at)} for key in keys],
+        "connections": [{"id": connection.id, "mind_id": connection.mind_id,
+                         "client": connection.client_name,
+                         "client_id": connection.application.client_id,
+                         "scopes": list(connection.scopes), "paths": list(connection.paths),
+                         "created_at": format_timestamp(connection.created_at),
+                         "last_used_at": format_timestamp(connection.last_used_at),
+                         "revoked_at": format_timestamp(connection.revoked_at)}
+                        for connection in connections],
+        "invitations": {"received": [_invitation(invitation) for invitation in received],
+                        "sent": [_invitation(invitation) for invitation in sent]},
+    }
+
+
+def _invitation(invitation) -> dict:
+    return {"id": invitation.id, "mind_id": invitation.mind_id,
+            "mind_name": invitation.mind.name, "role": invitation.role,
+            "invitee": invitation.invitee,
+            "invited_by": invitation.invited_by.get_username() if invitation.invited_by
+            else None,
+            "status": str(invitation.status),
+            "created_at": format_timestamp(invitation.created_at),
+            "expires_at": format_timestamp(invitation.expires_at)}
+
+
+def export_account(*, user, reveal: bool) -> Iterator[str]:
+    """Everything ``user`` owns, as one JSON document written piece by piece::
+
+        {"format": "synapse.account-export", "format_version": 1, "exported_at": "…",
+         "credentials": "included" | "redacted",
+         "account": {…}, "memberships": [{…}], "keys": [{…}], "connections": [{…}],
+         "minds": [<mind export>, …]}
+
+    ``minds`` holds every mind they own (alone or with others), each exactly as
+    ``export_json`` writes it (GET /mind/export): any one of them imports with
+    POST /memory/mind-import. Minds shared with them as editor or viewer are listed in
+    ``memberships``, not exported (their owners' to export)."""
+    head = {"format": ACCOUNT_FORMAT, "format_version": FORMAT_VERSION,
+            "exported_at": format_timestamp(timezone.now()),
+            "credentials": "included" if reveal else "redacted", **account_data(user)}
+    yield _dumps(head)[:-1] + ',"minds":['
+    owned = Mind.objects.owned_by(user).order_by("created_at", "id")
+    for index, mind in enumerate(owned):
+        if index:
+            yield ","
+        yield from export_json(mind=mind, reveal=reveal)
+    yield "]}\n"
+
+
 class _Line:
     """A file-like target for csv.writer that hands back what it was given."""
 

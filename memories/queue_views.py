@@ -5,13 +5,14 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.core.paginator import Paginator
+from django.db.models import OuterRef, Subquery
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from memories.filters import MemoryFilter
 from memories.forms import PlaceFilterForm, VerifySelectionForm
-from memories.models import Source
+from memories.models import AuditEvent, MemoryVersion, Source
 from memories.services import (
     VersionConflict,
     memory_trash_many,
@@ -22,6 +23,13 @@ from memories.views import MemoryPageView, listed, with_params
 
 QUEUE_PAGE_SIZE = 50
 RECENTLY_VERIFIED = timedelta(hours=24)
+# Who wrote the version a card shows, and who verified it (the last verify event: a deleted
+# account's pseudonym too), as subqueries of the page's one query.
+WRITTEN_BY = Subquery(MemoryVersion.objects.filter(
+    memory=OuterRef("pk"), version=OuterRef("version")).values("recorded_by")[:1])
+VERIFIED_BY = Subquery(AuditEvent.objects.filter(
+    mind=OuterRef("mind"), memory_id=OuterRef("pk"), action="verify")
+    .order_by("-created_at", "-id").values("actor_label")[:1])
 
 
 class QueueView(MemoryPageView):
@@ -35,13 +43,15 @@ class QueueView(MemoryPageView):
         places.is_valid()  # an invalid path drops the filter, with its error on the page
         place = {name: places.cleaned_data.get(name) for name in ("memory_type", "path")}
         pending = (MemoryFilter(queryset=self.memories().awaiting_verification(), data=place)
-                   .qs.order_by("created_at", "id"))
+                   .qs.annotate(written_by=WRITTEN_BY).order_by("created_at", "id"))
         page = Paginator(pending, QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
         page.object_list = listed(page.object_list)
         # Just verified agent memories stay in reach, so a hasty verify can be undone here.
         recent = (MemoryFilter(queryset=self.memories().current(), data=place).qs.filter(
             verified=True, verified_at__gte=timezone.now() - RECENTLY_VERIFIED)
-            .exclude(source=Source.USER).order_by("-verified_at")[:5])
+            .exclude(source=Source.USER)
+            .annotate(written_by=WRITTEN_BY, verified_by_label=VERIFIED_BY)
+            .order_by("-verified_at")[:5])
         return self.render("memories/queue.html", {
             "page": page, "form": form, "recently_verified": listed(recent),
             "places": places, "filtered": any(place.values()),

@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from memories.audit import by_member, written_by_member
 from memories.charts import TIMELINE_DAYS, TIMELINE_SIZES, bar_chart, daily_totals, timeline_chart
 from memories.crypto import CredentialsUnreadable
 from memories.diff import DiffTooCostly, content_diff, field_changes
@@ -57,6 +58,7 @@ from memories.services import (
 from memories.stats import mind_stats
 from memories.timeline import neighbours, timeline, timeline_page
 from minds.access import Action
+from minds.models import Membership
 from minds.views import MindView
 from synapse.provenance import CLAIM_FILTERS, claim_filters
 
@@ -261,16 +263,30 @@ def claim_filter(request) -> tuple[dict, dict]:
                      "claim_filtered": bool(claimed)}
 
 
+def member_filter(request, mind) -> tuple[int | None, dict]:
+    """The ?member= filter (a user id) of the mind's activity page and the memory page's
+    versions and activity (as the API's ``member``): the id, or None for anyone (a value
+    that is no id filters nothing), and the template's context: the mind's members for
+    its select (one query)."""
+    raw = request.GET.get("member", "").strip()
+    member = int(raw) if raw.isdigit() and len(raw) < 12 else None
+    members = list(Membership.objects.filter(mind=mind).select_related("user")
+                   .order_by("user__username"))
+    return member, {"members": members, "member_filter": member}
+
+
 class ActivityView(MemoryPageView):
-    """Every change of the mind, newest first (its audit events), filtered by the agent or
-    instance the writing request claimed, as ``GET /memory/audit?agent=&instance=``."""
+    """Every change of the mind, newest first (its audit events), filtered by the member
+    who made it or by the agent or instance the writing request claimed, as
+    ``GET /memory/audit?member=&agent=&instance=``."""
 
     tab = "activity"
 
     def get(self, request, mind_id):
         claimed, filter_form = claim_filter(request)
-        events = AuditEvent.objects.filter(mind=self.mind, **claimed).order_by("-created_at",
-                                                                              "-id")
+        member, member_form = member_filter(request, self.mind)
+        events = (AuditEvent.objects.filter(mind=self.mind, **claimed, **by_member(member))
+                  .order_by("-created_at", "-id"))
         page = Paginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
         # The page's memories in one query: purged ones (and any this request does not
         # reach) are named by id only.
@@ -283,7 +299,7 @@ class ActivityView(MemoryPageView):
             "events": [(event, ACTIONS.get(event.action, event.action.replace("_", " ")),
                         named.get(event.memory_id)) for event in page.object_list],
             "page": page, "page_query": params.urlencode(), "page_anchor": "",
-            **filter_form})
+            **filter_form, **member_form})
 
 
 class MemoryDetailView(MemoryPageView):
@@ -295,8 +311,10 @@ class MemoryDetailView(MemoryPageView):
         memory = self.get_memory(memory_id)
         # ?agent= and ?instance= keep the versions and activity whose request claimed them.
         claimed, filter_form = claim_filter(request)
+        member, member_form = member_filter(request, self.mind)
         # A page of the history, newest first; the diff reads only the two versions it shows.
-        page = Paginator(memory.versions.filter(**claimed).order_by("-version"),
+        page = Paginator(memory.versions.filter(**claimed, **written_by_member(member))
+                         .order_by("-version"),
                          VERSIONS_PAGE_SIZE).get_page(request.GET.get("page"))
         newest = memory.versions.order_by("-version").values_list("version", flat=True).first()
         to_version = _int(request.GET.get("to"), newest or 0)
@@ -313,7 +331,8 @@ class MemoryDetailView(MemoryPageView):
                 # Too long or repetitive to match within the budget: both texts, unmatched.
                 diff["side_by_side"] = (_revealed(old), _revealed(new))
         now = timezone.now()
-        activity = (AuditEvent.objects.filter(mind=self.mind, memory_id=memory.id, **claimed)
+        activity = (AuditEvent.objects.filter(mind=self.mind, memory_id=memory.id, **claimed,
+                                              **by_member(member))
                     .order_by("-created_at", "-id")[:ACTIVITY_LIMIT])
         params = request.GET.copy()
         params.pop("page", None)
@@ -329,7 +348,7 @@ class MemoryDetailView(MemoryPageView):
             "memory": memory, "content": _revealed(memory), "versions": page.object_list,
             "page": page, "page_query": params.urlencode(), "page_anchor": "versions",
             "newest_version": newest, "diff": diff,
-            **filter_form,
+            **filter_form, **member_form,
             "from_version": from_version, "to_version": to_version,
             "expired": memory.expires_at is not None and memory.expires_at <= now,
             "superseded_by": (self.memories().filter(pk=memory.superseded_by_id).first()

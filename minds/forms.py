@@ -54,6 +54,32 @@ class MindDeleteForm(forms.Form):
         return typed
 
 
+class AccountDeleteForm(forms.Form):
+    """Deleting one's account asks for the username, typed out, and the password."""
+
+    confirm_username = forms.CharField(label="Type your username to confirm", strip=False,
+                                       max_length=150)
+    password = forms.CharField(label="Your password", strip=False, max_length=512,
+                               widget=forms.PasswordInput(
+                                   attrs={"autocomplete": "current-password"}))
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user = user
+
+    def clean_confirm_username(self) -> str:
+        typed = self.cleaned_data["confirm_username"]
+        if typed != self.user.get_username():
+            raise forms.ValidationError("That is not your username; nothing was deleted.")
+        return typed
+
+    def clean_password(self) -> str:
+        password = self.cleaned_data["password"]
+        if not self.user.check_password(password):
+            raise forms.ValidationError("That is not your password; nothing was deleted.")
+        return password
+
+
 class KeyForm(forms.Form):
     name = forms.CharField(max_length=200, strip=True, validators=[validate_single_line],
                            widget=forms.TextInput(attrs={"placeholder": "e.g. laptop agent"}))

@@ -8,13 +8,22 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Count, IntegerField, OuterRef, Subquery
+from django.db import connection as database
+from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memories.paths import InvalidPath, normalize_prefixes
 from minds.keys import generate_key
-from minds.models import Membership, Mind, MindKey, MindQuerySet, OAuthConnection, Role
+from minds.models import (
+    Invitation,
+    Membership,
+    Mind,
+    MindKey,
+    MindQuerySet,
+    OAuthConnection,
+    Role,
+)
 
 
 def registration_open() -> bool:
@@ -65,6 +74,15 @@ def minds_with_counts(*, member) -> MindQuerySet:
         member_count=_count_per_mind(Membership.objects.all()),
         owner_count=_count_per_mind(Membership.objects.filter(role=Role.OWNER)),
     )
+
+
+def account_minds(*, user) -> MindQuerySet:
+    """The minds ``user`` belongs to, with their ``role`` and ``owner_count``: what the
+    account page says deleting the account would do (a mind they own with
+    ``owner_count`` 1 goes with it). One query."""
+    return Mind.objects.of_member(user).annotate(
+        owner_count=_count_per_mind(Membership.objects.filter(role=Role.OWNER)),
+    ).order_by("name", "created_at")
 
 
 @transaction.atomic
@@ -130,19 +148,102 @@ def mind_delete(*, mind: Mind, actor=None) -> None:
     locked.delete()
 
 
+DELETED_USER = "deleted user {number}"
+
+
 @transaction.atomic
-def account_delete(*, user, actor=None) -> None:
-    """Delete a human account: the minds they own alone through ``mind_delete`` (with
-    everything in them); from the minds they share, their membership goes
-    (``member_remove``: the keys and connections they gave out there are revoked), then the
-    user. Keys the user issued elsewhere stay revoked, their creator cleared
-    (``MindKey.created_by`` is SET_NULL)."""
+def account_delete(*, user, actor=None) -> str:
+    """Delete a human account and everything that belongs to or names the person
+    (docs/teams.md, "Your data"):
+
+    - the minds they own alone, through ``mind_delete`` (with everything in them);
+    - from the minds they share, their membership (``member_remove``: the keys and
+      connections they gave out there are revoked; a key they issued elsewhere stays
+      revoked, its ``created_by`` cleared);
+    - their sessions, JWT refresh tokens, OAuth tokens and rate-limit counters;
+    - invitations to their e-mail address (those to their account go with it; those they
+      sent stay with the mind, without their name);
+    - then the user. What they did elsewhere stays in the history under a pseudonym,
+      ``deleted user <n>`` (``_pseudonymise``), which it returns."""
     for membership in Membership.objects.filter(user=user).select_related("mind"):
         if membership.role == Role.OWNER and not _other_owners(membership).exists():
             mind_delete(mind=membership.mind, actor=actor)
         else:
             member_remove(membership=membership, actor=actor)
+    pseudonym = _pseudonymise(user)
+    _end_sign_ins(user)
+    if user.email:  # invitations to their account go with it (CASCADE); those they sent
+        # stay with their minds, without them (SET_NULL)
+        Invitation.objects.filter(user__isnull=True, email__iexact=user.email).delete()
     user.delete()
+    return pseudonym
+
+
+def _pseudonymise(user) -> str:
+    """Name ``user`` in every mind's history by a pseudonym, ``deleted user <n>`` (n from a
+    sequence of its own, not their id): the audit events they made and the versions they
+    wrote keep who did it without saying who that was; audit details naming them (their
+    id, username or e-mail address, as a member added, removed or invited) name the
+    pseudonym instead. ``Memory.verified_by`` is cleared by the user's deletion (SET_NULL):
+    the ``verify`` event still says who."""
+    from django.contrib.admin.models import LogEntry
+    from django.contrib.contenttypes.models import ContentType
+
+    from memories.models import AuditEvent, MemoryVersion
+
+    with database.cursor() as cursor:
+        cursor.execute("SELECT nextval('minds_deleted_user_seq')")
+        pseudonym = DELETED_USER.format(number=cursor.fetchone()[0])
+    user_id = str(user.pk)
+    AuditEvent.objects.filter(actor_type="user", actor_id=user_id).update(
+        actor_id="", actor_label=pseudonym)
+    MemoryVersion.objects.filter(recorded_by_type="user", recorded_by_id=user_id).update(
+        recorded_by_id="", recorded_by=pseudonym)
+    names = {name.lower() for name in (user.get_username(), user.email) if name}
+    naming = Q(details__user_id=user.pk)
+    for name in names:
+        naming |= Q(details__icontains=name)
+    for event in AuditEvent.objects.filter(naming).only("pk", "details").iterator():
+        scrubbed = _scrub(event.details, user.pk, names, pseudonym)
+        if scrubbed != event.details:
+            AuditEvent.objects.filter(pk=event.pk).update(details=scrubbed)
+    # The admin's own log of changes to the account (its entries by the person go with
+    # them: LogEntry.user cascades).
+    LogEntry.objects.filter(content_type=ContentType.objects.get_for_model(user),
+                            object_id=user_id).update(object_id="", object_repr=pseudonym)
+    return pseudonym
+
+
+def _scrub(value, user_id: int, names: set[str], pseudonym: str):
+    """``value`` (audit details) with every ``user_id`` of the person dropped and every
+    string that is their username or e-mail address (any case) replaced by the
+    pseudonym."""
+    if isinstance(value, dict):
+        return {key: _scrub(item, user_id, names, pseudonym) for key, item in value.items()
+                if not (key == "user_id" and item == user_id)}
+    if isinstance(value, list):
+        return [_scrub(item, user_id, names, pseudonym) for item in value]
+    if isinstance(value, str) and value.lower() in names:
+        return pseudonym
+    return value
+
+
+def _end_sign_ins(user) -> None:
+    """Every way the person was signed in goes with them: browser sessions (read one by
+    one: the session table has no user column), JWT refresh tokens (simplejwt's outstanding
+    and blacklisted tokens), OAuth tokens, grants and applications they hold (DOT cascades
+    them with the user), and their rate-limit counters (``<scope>:user:<id>``)."""
+    from django.contrib.sessions.models import Session
+    from rest_framework_simplejwt.token_blacklist.models import OutstandingToken
+
+    from synapse.models import RateLimit
+
+    user_id = str(user.pk)
+    theirs = [session.pk for session in Session.objects.iterator(chunk_size=1000)
+              if session.get_decoded().get("_auth_user_id") == user_id]
+    Session.objects.filter(pk__in=theirs).delete()
+    OutstandingToken.objects.filter(user=user).delete()
+    RateLimit.objects.filter(key__endswith=f":user:{user_id}").delete()
 
 
 # -- Members -----------------------------------------------------------------------------

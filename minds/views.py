@@ -2,22 +2,25 @@
 settings; and the mind scoping every page uses."""
 
 from datetime import timedelta
+from types import SimpleNamespace
 
 from django.contrib import messages
-from django.contrib.auth import login
+from django.contrib.auth import login, logout
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.mixins import LoginRequiredMixin
-from django.http import Http404
+from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse, reverse_lazy
 from django.utils import timezone
 from django.utils.functional import cached_property
 from django.views import View
 
+from memories.export import export_account
 from memories.models import Memory
 from minds import invitations
 from minds.access import Action, RoleRefused, allows, member_mind
 from minds.forms import (
+    AccountDeleteForm,
     InvitationSignupForm,
     InviteForm,
     KeyForm,
@@ -30,10 +33,12 @@ from minds.forms import (
     invite_wait,
     refuse_if_limited,
 )
-from minds.models import Invitation, Membership, Mind
+from minds.models import Invitation, Membership, Mind, Role
 from minds.passwords import mail_configured, password_reset_send, reset_wait
 from minds.services import (
     LastOwner,
+    account_delete,
+    account_minds,
     connection_revoke,
     key_issue,
     key_revoke,
@@ -46,6 +51,7 @@ from minds.services import (
 )
 from synapse.agent_config import KEY_PLACEHOLDER, MCP_PATH, MIND_KEY, hosts, with_key
 from synapse.origin import public_origin, public_url
+from synapse.throttling import ScopeRateThrottle
 
 
 class SignInView(auth_views.LoginView):
@@ -474,6 +480,70 @@ class InvitationLinkView(View):
         messages.success(request, f"Welcome, {user.get_username()}: you joined "
                                   f"{invitation.mind.name} as {invitation.role}.")
         return redirect("ui:browser", mind_id=invitation.mind_id)
+# -- Your account: its data, its export, its deletion ------------------------------------------
+
+def limit_wait(request, scope: str) -> int | None:
+    """Seconds until the signed-in person may do what spends the API's ``scope`` budget
+    (the same counters as the API's routes), or None to go ahead now."""
+    throttle = ScopeRateThrottle()
+    if throttle.allow_request(request, SimpleNamespace(throttle_scope=scope)):
+        return None
+    return throttle.wait()
+
+
+def too_many(request, seconds: int):
+    response = render(request, "forbidden.html", {
+        "reason": f"Too many attempts: try again in {seconds} seconds."}, status=429)
+    response["Retry-After"] = str(seconds)
+    return response
+
+
+class AccountView(SignedInView):
+    """The signed-in person's own data: the account, their minds and roles, exporting
+    everything they own, and deleting the account (docs/teams.md, "Your data")."""
+
+    def get(self, request, delete_form: AccountDeleteForm | None = None):
+        minds = list(account_minds(user=request.user))
+        return render(request, "minds/account.html", {
+            "minds": minds,
+            "owned_alone": [mind for mind in minds
+                            if mind.role == Role.OWNER and mind.owner_count == 1],
+            "delete_form": delete_form or AccountDeleteForm(user=request.user),
+        }, status=400 if delete_form is not None else 200)
+
+
+class AccountExportView(SignedInView):
+    """Everything the person owns, streamed (GET /auth/export's document), rate-limited on
+    the same ``export`` budget."""
+
+    def get(self, request):
+        wait = limit_wait(request, "export")
+        if wait is not None:
+            return too_many(request, wait)
+        reveal = request.GET.get("include_credentials") == "on"
+        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+        response = StreamingHttpResponse(export_account(user=request.user, reveal=reveal),
+                                         content_type="application/json")
+        response["Content-Disposition"] = (
+            f'attachment; filename="synapse-account-{request.user.pk}-{stamp}.json"')
+        return response
+
+
+class AccountDeleteView(AccountView):
+    """Delete the account (typed username and password, a password attempt on the sign-in
+    budget); the person is signed out."""
+
+    def post(self, request):
+        wait = limit_wait(request, "login")
+        if wait is not None:
+            return too_many(request, wait)
+        form = AccountDeleteForm(request.POST, user=request.user)
+        if not form.is_valid():
+            return self.get(request, delete_form=form)
+        account_delete(user=request.user, actor=request.user)
+        logout(request)
+        messages.success(request, "Your account is deleted.")
+        return redirect("ui:login")
 
 
 # -- Passwords: reset by e-mail, change (minds.passwords) --------------------------------------

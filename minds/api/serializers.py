@@ -121,6 +121,32 @@ class PasswordChangeSerializer(StrictSerializer):
         return attrs
 
 
+class AccountDeleteSerializer(StrictSerializer):
+    """``{"confirm", "password"}`` of the signed-in human (in the context): their username,
+    typed, and their password."""
+
+    confirm = serializers.CharField(
+        max_length=150, trim_whitespace=False,
+        help_text="Your username, exactly: deleting your account deletes the minds you own "
+                  "alone with everything in them.")
+    password = serializers.CharField(max_length=512, trim_whitespace=False,
+                                     style={"input_type": "password"})
+
+    def validate(self, attrs):
+        user = self.context["user"]
+        if attrs["confirm"] != user.get_username():
+            raise serializers.ValidationError({"confirm": ["This is not your username."]})
+        if not user.check_password(attrs["password"]):
+            raise serializers.ValidationError(
+                {"password": ["This is not the account's current password."]})
+        return attrs
+
+
+class AccountExportQuerySerializer(serializers.Serializer):
+    include_credentials = serializers.BooleanField(
+        default=False, help_text="Credentials content of your minds in plaintext.")
+
+
 class PasswordResetSerializer(StrictSerializer):
     email = serializers.EmailField(max_length=254)
 

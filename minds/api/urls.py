@@ -21,6 +21,7 @@ urlpatterns = [
     path("auth/refresh", views.RefreshView.as_view(), name="auth-refresh"),
     path("auth/logout", views.LogoutView.as_view(), name="auth-logout"),
     path("auth/me", views.MeView.as_view(), name="auth-me"),
+    path("auth/export", views.AccountExportView.as_view(), name="auth-export"),
     path("auth/password", views.PasswordChangeView.as_view(), name="auth-password"),
     path("auth/password-reset", views.PasswordResetView.as_view(), name="auth-password-reset"),
     path("auth/password-reset/confirm", views.PasswordResetConfirmView.as_view(),

@@ -3,7 +3,10 @@ mind (docs/api.md)."""
 
 from contextlib import contextmanager
 
+from django.http import StreamingHttpResponse
+from django.utils import timezone
 from django.utils.functional import cached_property
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, status, viewsets
 from rest_framework.permissions import AllowAny
@@ -12,10 +15,13 @@ from rest_framework_simplejwt.exceptions import InvalidToken, TokenError
 from rest_framework_simplejwt.tokens import RefreshToken
 from rest_framework_simplejwt.views import TokenObtainPairView, TokenRefreshView
 
+from memories.export import export_account
 from minds import invitations
 from minds.access import Action, member_mind
 from minds.api.serializers import (
     AcceptedSerializer,
+    AccountDeleteSerializer,
+    AccountExportQuerySerializer,
     DetailSerializer,
     InvitationCreateSerializer,
     InvitationSerializer,
@@ -46,6 +52,7 @@ from minds.models import Invitation, Membership, Mind, MindKey
 from minds.passwords import mail_configured, password_change, password_reset_send, reset_wait
 from minds.services import (
     LastOwner,
+    account_delete,
     account_register,
     key_issue,
     key_revoke,
@@ -242,6 +249,8 @@ class PasswordResetConfirmView(TokenRouteMixin, SynapseAPIView):
 
 class MeView(SynapseAPIView):
     permission_classes = [HumanOnly]
+    # The password of a deletion is a password attempt: the sign-in budget.
+    throttle_scope = {"DELETE": "login"}
 
     @extend_schema(operation_id="auth_me", auth=HUMAN_AUTH,
                    responses={200: UserSerializer, **ME_ERRORS},
@@ -249,6 +258,44 @@ class MeView(SynapseAPIView):
     def get(self, request):
         """The signed-in human."""
         return Response(UserSerializer(request.user).data)
+
+    @extend_schema(operation_id="auth_me_delete", auth=HUMAN_AUTH,
+                   request=AccountDeleteSerializer,
+                   responses={204: None, **TOKEN_ERRORS, 403: ME_ERRORS[403]}, tags=["auth"])
+    def delete(self, request):
+        """Delete your account, confirmed with your username (``confirm``) and your
+        password. The minds you own alone are deleted with everything in them; from the
+        minds you share with another owner you leave (the Mind Keys and connections you
+        gave out there are revoked); what you did in them stays in their history as
+        "deleted user <n>". Every sign-in of yours ends. Export first: GET /auth/export."""
+        serializer = AccountDeleteSerializer(data=request.data, context={"user": request.user})
+        serializer.is_valid(raise_exception=True)
+        account_delete(user=request.user, actor=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class AccountExportView(SynapseAPIView):
+    permission_classes = [HumanOnly]
+    throttle_scope = "export"
+    query_serializer = AccountExportQuerySerializer
+
+    @extend_schema(operation_id="auth_export", auth=HUMAN_AUTH,
+                   parameters=[AccountExportQuerySerializer],
+                   responses={(200, "application/json"): OpenApiTypes.OBJECT,
+                              400: TOKEN_ERRORS[400], **ME_ERRORS, 429: TOKEN_ERRORS[429]},
+                   tags=["auth"])
+    def get(self, request):
+        """Everything you own, streamed as one JSON document: your account, memberships
+        with roles, the Mind Keys you issued (never their secrets) and the connections you
+        approved, and every mind you own in exactly the format of GET /mind/export (each
+        imports with POST /memory/mind-import)."""
+        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+        response = StreamingHttpResponse(
+            export_account(user=request.user, reveal=self.query["include_credentials"]),
+            content_type="application/json")
+        response["Content-Disposition"] = (
+            f'attachment; filename="synapse-account-{request.user.pk}-{stamp}.json"')
+        return response
 
 
 # -- Minds and their keys -----------------------------------------------------------------

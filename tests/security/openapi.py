@@ -15,7 +15,7 @@ WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # Routes an agent (Mind Key) may never use, whatever its scope (docs/api.md: Minds, Mind
 # Keys, Auth).
 HUMAN_ONLY = [re.compile(pattern) for pattern in (
-    r"^/minds(/|$)", r"^/invitations(/|$)", r"^/auth/(me|logout|password)$",
+    r"^/minds(/|$)", r"^/invitations(/|$)", r"^/auth/(me|logout|password|export)$",
     r"/(verify|unverify)$",
     r"^/memory/bulk-(verify|unverify|trash)$",
 )]

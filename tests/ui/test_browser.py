@@ -282,7 +282,7 @@ def test_main_pages_are_captured_on_desktop_and_phone(page, phone, alice_mind, a
     pages = {"minds": "/ui/", "browser": f"{mind}/", "queue": f"{mind}/queue",
              "memory": f"{mind}/memories/{agent_memories.id}", "keys": f"{mind}/keys",
              "stats": f"{mind}/stats", "activity": f"{mind}/activity",
-             "settings": f"{mind}/settings",
+             "settings": f"{mind}/settings", "account": "/ui/account",
              "new-memory": f"{mind}/memories/new",
              "browser-path": f"{mind}/?path={episode.path}",
              "timeline": f"{mind}/timeline?path={episode.path}&at={episode.id}",
@@ -295,7 +295,7 @@ def test_main_pages_are_captured_on_desktop_and_phone(page, phone, alice_mind, a
             # Nothing spills sideways on a phone: the page is as wide as the screen.
             width = viewer.evaluate("document.documentElement.scrollWidth")
             assert width <= viewer.viewport_size["width"], f"{name} overflows on {device}"
-            if name != "minds":
+            if name not in ("minds", "account"):
                 # Every tab of the mind is in view, none hidden behind a sideways scroll.
                 expect(viewer.get_by_role("navigation", name="Mind").get_by_role(
                     "link", name="Settings")).to_be_in_viewport()

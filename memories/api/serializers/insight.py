@@ -23,6 +23,9 @@ class AuditQuery(PageQuery):
     instance = serializers.CharField(max_length=64, required=False,
                                      help_text="Only events whose request claimed this "
                                                "agent instance (X-Synapse-Agent-Instance).")
+    member = serializers.IntegerField(min_value=1, required=False,
+                                      help_text="Only the changes this member (a user id, as "
+                                                "in actor.id) made.")
 
 
 class AuditEventSerializer(serializers.Serializer):

@@ -61,6 +61,9 @@ class VersionQuery(PageQuery):
     instance = serializers.CharField(max_length=64, required=False,
                                      help_text="Only versions whose request claimed this "
                                                "agent instance.")
+    member = serializers.IntegerField(min_value=1, required=False,
+                                      help_text="Only the versions this member (a user id, as "
+                                                "in recorded_by.id) wrote.")
 
 
 class VersionDetailSerializer(VersionSerializer):

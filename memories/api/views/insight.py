@@ -17,6 +17,7 @@ from memories.api.serializers.insight import (
     ContradictionsQuerySerializer,
 )
 from memories.api.serializers.memory import MemorySerializer, PlaceFilters
+from memories.audit import by_member
 from memories.compaction import plan_compaction
 from memories.contradictions import find_contradictions
 from memories.embeddings import embedding_status
@@ -39,9 +40,10 @@ class InsightActions:
     def audit(self, request):
         """Every state change of this mind, newest first: who, what, when, which memory,
         and the agent, instance and device the request claimed (``agent`` and
-        ``instance`` keep the events that claimed them). A path-scoped Mind Key is refused
-        (403 ``path_scoped_key``)."""
-        events = AuditEvent.objects.filter(mind=self.mind, **claim_filters(self.query))
+        ``instance`` keep the events that claimed them; ``member``, those a member made).
+        A path-scoped Mind Key is refused (403 ``path_scoped_key``)."""
+        events = AuditEvent.objects.filter(mind=self.mind, **claim_filters(self.query),
+                                           **by_member(self.query.get("member")))
         if self.query.get("action"):
             events = events.filter(action=self.query["action"])
         if self.query.get("since"):

@@ -24,6 +24,7 @@ from memories.api.serializers.lifecycle import (
     VersionQuery,
 )
 from memories.api.serializers.memory import MemorySerializer
+from memories.audit import written_by_member
 from memories.diff import payload_changes
 from memories.export import version_payload
 from memories.models import MemoryVersion
@@ -50,10 +51,11 @@ class LifecycleActions:
         (``limit``, ``offset``; ``count`` is how many there are), with content, fields,
         who recorded each (and what a backup claimed), the agent, instance and device the
         writing request claimed, the version each was derived from, and time; ``agent``
-        and ``instance`` keep the versions that claimed them. The owning mind reads
-        credentials here as with GET."""
+        and ``instance`` keep the versions that claimed them, ``member`` those a member
+        wrote. The owning mind reads credentials here as with GET."""
         memory = self.get_object(in_trash_too=True)
-        versions = MemoryVersion.objects.filter(memory=memory, **claim_filters(self.query))
+        versions = MemoryVersion.objects.filter(memory=memory, **claim_filters(self.query),
+                                                **written_by_member(self.query.get("member")))
         versions, page = page_of(versions.order_by("version"), self.query)
         return Response({"id": memory.id, "current_version": memory.version, **page,
                          "versions": [version_payload(snapshot, reveal=True)
