@@ -44,6 +44,7 @@ from minds.services import (
     registration_open,
 )
 from synapse.api import HUMAN_AUTH, HumanOnly, ServiceUnavailable, SynapseAPIView, error_responses
+from synapse.api.views import mind_action
 from synapse.throttling import LoginAttemptThrottle, ScopeRateThrottle
 
 REALM = 'Bearer realm="synapse"'
@@ -246,21 +247,25 @@ class MindViewSet(HumanViewSet):
     lookup_url_kwarg = "mind_id"
     not_found = "No such mind."
     query_serializers = {"DELETE": MindDeleteQuerySerializer}
+    # What each action does to the mind in its path (minds.access; the OpenAPI role line
+    # reads it too). list and create name no mind: any signed-in person.
+    mind_action = {"retrieve": Action.READ, "partial_update": Action.MANAGE,
+                   "destroy": Action.MANAGE}
 
     def get_queryset(self):
         return minds_with_counts(member=self.request.user)
 
-    def get_mind(self, action: Action) -> Mind:
-        """The mind in the path with its counts, if the human's role allows ``action``
-        (404 for a non-member, 403 for a role that does not: minds.access)."""
-        return member_mind(self.request.user, self.kwargs["mind_id"], action,
-                           minds=self.get_queryset())
+    def get_mind(self) -> Mind:
+        """The mind in the path with its counts, if the human's role allows what the
+        action does (404 for a non-member, 403 for a role that does not: minds.access)."""
+        return member_mind(self.request.user, self.kwargs["mind_id"],
+                           mind_action(self, self.request.method), minds=self.get_queryset())
 
     @extend_schema(operation_id="minds_list", responses={200: MindSerializer(many=True),
                                                          **ERRORS})
     def list(self, request):
         """The minds you are a member of (yours and those shared with you), oldest first,
-        with your role and their memory, unverified and key counts. Any role."""
+        with your role and their memory, unverified and key counts."""
         minds = self.get_queryset().order_by("created_at", "id")
         return Response(MindSerializer(minds, many=True).data)
 
@@ -277,19 +282,19 @@ class MindViewSet(HumanViewSet):
 
     @extend_schema(operation_id="minds_get", responses={200: MindSerializer, **ERRORS})
     def retrieve(self, request, mind_id: str):
-        """One of your minds. Any role."""
-        return Response(MindSerializer(self.get_mind(Action.READ)).data)
+        """One of your minds."""
+        return Response(MindSerializer(self.get_mind()).data)
 
     @extend_schema(operation_id="minds_update", request=MindUpdateSerializer,
                    responses={200: MindSerializer, **ERRORS})
     def partial_update(self, request, mind_id: str):
         """Rename a mind, set its recall policy for unverified memories or its search
-        language (a new language re-indexes its memories in the background). Owners only."""
-        mind = self.get_mind(Action.MANAGE)
+        language (a new language re-indexes its memories in the background)."""
+        mind = self.get_mind()
         serializer = MindUpdateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         mind_update(mind=mind, actor=request.user, **serializer.validated_data)
-        return Response(MindSerializer(self.get_mind(Action.MANAGE)).data)
+        return Response(MindSerializer(self.get_mind()).data)
 
     @extend_schema(operation_id="minds_delete", request=MindDeleteSerializer,
                    parameters=[OpenApiParameter("confirm", str, required=False,
@@ -298,8 +303,8 @@ class MindViewSet(HumanViewSet):
                    responses={204: None, **ERRORS})
     def destroy(self, request, mind_id: str):
         """Delete a mind and everything of it, for every member. Confirm with the mind's
-        exact name. Owners only."""
-        mind = self.get_mind(Action.MANAGE)
+        exact name."""
+        mind = self.get_mind()
         confirm = self.query.get("confirm")
         if request.data:
             serializer = MindDeleteSerializer(data=request.data)
@@ -321,12 +326,15 @@ class MindKeyViewSet(HumanViewSet):
     resource_name = "Mind Key"
     lookup_url_kwarg = "key_id"
     not_found = "No such key."
+    # Keys are the owners' (minds.access): every action.
+    mind_action = Action.MANAGE
 
     @cached_property
     def mind(self) -> Mind:
         """The mind in the path, if the signed-in human owns it (404 for a non-member, 403
-        for an editor or viewer: keys are the owners')."""
-        return member_mind(self.request.user, self.kwargs["mind_id"], Action.MANAGE)
+        for an editor or viewer)."""
+        return member_mind(self.request.user, self.kwargs["mind_id"],
+                           mind_action(self, self.request.method))
 
     def get_queryset(self):
         return MindKey.objects.filter(mind=self.mind).select_related("mind")
@@ -334,8 +342,8 @@ class MindKeyViewSet(HumanViewSet):
     @extend_schema(operation_id="keys_list", responses={200: MindKeySerializer(many=True),
                                                         **ERRORS})
     def list(self, request, mind_id: str):
-        """The keys of a mind, newest first, revoked ones included (never the secret).
-        Owners only."""
+        """The keys of a mind, newest first, revoked ones included (never the
+        secret)."""
         keys = self.get_queryset().order_by("-created_at", "-id")
         return Response(MindKeySerializer(keys, many=True).data)
 
@@ -343,7 +351,7 @@ class MindKeyViewSet(HumanViewSet):
                    responses={201: IssuedMindKeySerializer, **ERRORS})
     def create(self, request, mind_id: str):
         """Issue a key. The answer carries the key itself: store it now, it is never shown
-        again. Owners only."""
+        again."""
         serializer = MindKeyCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         key, plaintext = key_issue(mind=self.mind, created_by=request.user,
@@ -353,12 +361,12 @@ class MindKeyViewSet(HumanViewSet):
 
     @extend_schema(operation_id="keys_get", responses={200: MindKeySerializer, **ERRORS})
     def retrieve(self, request, mind_id: str, key_id: str):
-        """One key of a mind (never the secret). Owners only."""
+        """One key of a mind (never the secret)."""
         return Response(MindKeySerializer(self.get_object()).data)
 
     @extend_schema(operation_id="keys_revoke", responses={200: MindKeySerializer, **ERRORS})
     def destroy(self, request, mind_id: str, key_id: str):
-        """Revoke a key: the next request made with it gets a 401. Revoking twice is fine.
-        Owners only."""
+        """Revoke a key: the next request made with it gets a 401. Revoking twice is
+        fine."""
         key = key_revoke(key=self.get_object(), actor=request.user)
         return Response(MindKeySerializer(key).data)

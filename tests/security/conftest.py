@@ -199,3 +199,53 @@ def live_cluster():
     cluster = make_cluster()
     yield cluster
     destroy_cluster(cluster)
+
+
+@dataclass
+class Team:
+    """One filled mind (``tenant``, owned by ``people["owner"]``) with an editor and a viewer
+    on it, and a signed-in person who is no member of it (with a mind of their own)."""
+
+    tenant: Tenant
+    people: dict[str, object]
+    outsider_tenant: Tenant
+
+    @property
+    def secrets(self) -> list[str]:
+        """What a non-member must never see: the tenant's canaries and ids, and its name."""
+        return [*self.tenant.secrets, self.tenant.mind.name]
+
+
+ROLES = ("owner", "editor", "viewer", "non-member")
+
+
+@pytest.fixture
+def team(db) -> Team:
+    """The role matrix's cast (tests/security/test_isolation_matrix.py)."""
+    from minds.models import Role
+    from minds.services import member_add
+
+    owner, editor, viewer, outsider = (make_user(f"team_{role.replace('-', '_')}")
+                                       for role in ROLES)
+    tenant = fill("t1", "wombat", owner, 6)
+    member_add(mind=tenant.mind, user=editor, role=Role.EDITOR, actor=owner)
+    member_add(mind=tenant.mind, user=viewer, role=Role.VIEWER, actor=owner)
+    outsider_tenant = fill("t2", "dugong", outsider, 3)
+    while embed_batch(limit=200):
+        pass
+    return Team(tenant, dict(zip(ROLES, (owner, editor, viewer, outsider), strict=True)),
+                outsider_tenant)
+
+
+def team_snapshot(team: Team) -> dict:
+    """``snapshot`` of the team's mind plus its memberships and row counts of what a
+    refused write could add (a refused role changes nothing)."""
+    from minds.models import Membership
+
+    mind = team.tenant.mind
+    return {**snapshot(team.tenant),
+            "members": list(Membership.objects.filter(mind=mind).order_by("id")
+                            .values("user_id", "role")),
+            "tombstones": MemoryTombstone.objects.filter(mind=mind).count(),
+            "connections": list(OAuthConnection.objects.filter(mind=mind).order_by("id")
+                                .values("id", "revoked_at"))}
