@@ -512,10 +512,11 @@ def documented_role(op: Operation) -> str:
     """The least role docs/teams.md ("Roles") gives the route, written out independently of
     the views, so a declaration loosened by mistake fails here rather than moving the
     role line and the check together."""
-    if re.match(r"^/minds/{mind_id}/keys", op.path) or op.path == "/memory/reset" or (
-            op.path == "/minds/{mind_id}" and op.method in ("PATCH", "DELETE")):
+    if re.match(r"^/minds/{mind_id}/(keys|invitations)", op.path) or (
+            op.path == "/memory/reset") or (
+            op.path.startswith("/minds/{mind_id}") and op.method in ("PATCH", "DELETE")):
         return "owner"
-    if op.path.startswith(("/auth/", "/minds")) and "{mind_id}" not in op.path:
+    if op.path.startswith(("/auth/", "/minds", "/invitations")) and "{mind_id}" not in op.path:
         return "any"
     return "viewer" if op.method == "GET" else "editor"
 
