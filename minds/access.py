@@ -42,6 +42,13 @@ def roles_allowed(action: Action) -> list[str]:
     return [role.value for role in sorted(Role, key=RANK.__getitem__) if allows(role, action)]
 
 
+def least_role(action: Action) -> str:
+    """Who may take ``action``, in words: "viewer or above", "editor or above", "owner"
+    (the role line of the API docs, docs/teams.md)."""
+    role = LEAST_ROLE[action]
+    return role.value if role == max(Role, key=RANK.__getitem__) else f"{role.value} or above"
+
+
 def refusal(role: str, action: Action) -> str:
     """What a member is told when their role does not allow ``action``."""
     allowed = roles_allowed(action)

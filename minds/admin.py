@@ -32,16 +32,23 @@ class MemberMindsOnly:
     what is in them, nothing else (lists, pages, foreign-key choices), and change what
     their role allows (minds.access: the check of the API and the web UI); superusers act
     on every mind. ``mind_path`` leads from the model to its mind (empty: the model is
-    Mind); ``change_action`` is what changing or deleting a row takes."""
+    Mind); ``view_action`` is what seeing a row takes, ``change_action`` what changing,
+    deleting, adding it or running an action on it takes (an action runs on the selected
+    rows whose mind allows it, no other)."""
 
     mind_path = "mind"
+    view_action = Action.READ
     change_action = Action.MANAGE
 
     def _mind_lookup(self) -> str:
         return f"{self.mind_path}__in" if self.mind_path else "pk__in"
 
     def get_queryset(self, request):
-        return self.allowed(request, super().get_queryset(request), Action.READ)
+        return self.allowed(request, super().get_queryset(request), self.view_action)
+
+    def response_action(self, request, queryset):
+        return super().response_action(
+            request, self.allowed(request, queryset, self.change_action))
 
     def allowed(self, request, queryset, action: Action):
         """``queryset`` narrowed to the minds on which the signed-in human may ``action``."""
@@ -56,7 +63,8 @@ class MemberMindsOnly:
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def may(self, request, obj, action: Action) -> bool:
-        """Whether the signed-in human may ``action`` on ``obj`` (None: the list)."""
+        """Whether the signed-in human may ``action`` on ``obj`` (None: the list, narrowed
+        by ``get_queryset``)."""
         if obj is None or request.user.is_superuser:
             return True
         mind_id = obj.pk
@@ -68,7 +76,24 @@ class MemberMindsOnly:
         return minds_for(request.user, action).filter(pk=mind_id).exists()
 
     def has_view_permission(self, request, obj=None):
-        return super().has_view_permission(request, obj) and self.may(request, obj, Action.READ)
+        return (super().has_view_permission(request, obj)
+                and self.may(request, obj, self.view_action))
+
+    def may_somewhere(self, request, action: Action) -> bool:
+        """Whether the signed-in human may ``action`` on at least one mind."""
+        return request.user.is_superuser or minds_for(request.user, action).exists()
+
+    def has_add_permission(self, request):
+        # A new mind is anyone's; a row in a mind needs a mind that allows changing it.
+        return super().has_add_permission(request) and (
+            not self.mind_path or self.may_somewhere(request, self.change_action))
+
+    def get_actions(self, request):
+        # Offered only to someone who may run them on some mind (an editor verifies, an
+        # owner revokes keys); ``response_action`` still skips the rows they may not.
+        if not self.may_somewhere(request, self.change_action):
+            return {}
+        return super().get_actions(request)
 
     def has_change_permission(self, request, obj=None):
         return (super().has_change_permission(request, obj)
@@ -247,6 +272,8 @@ class MindKeyAdmin(MemberMindsOnly, SingleLineNameAdmin):
     ordering = ["-created_at"]
     actions = ["revoke_keys"]
     add_form = MindKeyAddForm
+    # Keys are the owners' (minds.access): editors and viewers do not see them either.
+    view_action = Action.MANAGE
 
     @admin.display(description="key ends with")
     def ending(self, key: MindKey) -> str:
@@ -363,6 +390,8 @@ class OAuthConnectionAdmin(MemberMindsOnly, admin.ModelAdmin):
                      "mind__id"]
     ordering = ["-created_at"]
     actions = ["revoke_connections"]
+    # The owners' too, as on the web UI's Connected apps page.
+    view_action = Action.MANAGE
     fields = ["id", "mind", "client", "client_id", "scope_list", "reach", "resource",
               "approved_by", "created_at", "last_used_at", "instance_ids", "revoked_at"]
     readonly_fields = fields

@@ -310,7 +310,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["synapse.parsers.JSONParser"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "synapse.negotiation.LenientContentNegotiation",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "synapse.api.schema.RoleAutoSchema",
     "EXCEPTION_HANDLER": "synapse.api.exception_handler",
     # Throttles key on REMOTE_ADDR unless the operator says how many proxies add
     # X-Forwarded-For (a client-supplied header must not choose its own throttle bucket).

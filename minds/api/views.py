@@ -72,6 +72,7 @@ from synapse.api import (
     SynapseAPIView,
     error_responses,
 )
+from synapse.api.views import mind_action
 from synapse.origin import public_origin
 from synapse.throttling import LoginAttemptThrottle, ScopeRateThrottle
 
@@ -331,21 +332,25 @@ class MindViewSet(HumanViewSet):
     lookup_url_kwarg = "mind_id"
     not_found = "No such mind."
     query_serializers = {"DELETE": MindDeleteQuerySerializer}
+    # What each action does to the mind in its path (minds.access; the OpenAPI role line
+    # reads it too). list and create name no mind: any signed-in person.
+    mind_action = {"retrieve": Action.READ, "partial_update": Action.MANAGE,
+                   "destroy": Action.MANAGE}
 
     def get_queryset(self):
         return minds_with_counts(member=self.request.user)
 
-    def get_mind(self, action: Action) -> Mind:
-        """The mind in the path with its counts, if the human's role allows ``action``
-        (404 for a non-member, 403 for a role that does not: minds.access)."""
-        return member_mind(self.request.user, self.kwargs["mind_id"], action,
-                           minds=self.get_queryset())
+    def get_mind(self) -> Mind:
+        """The mind in the path with its counts, if the human's role allows what the
+        action does (404 for a non-member, 403 for a role that does not: minds.access)."""
+        return member_mind(self.request.user, self.kwargs["mind_id"],
+                           mind_action(self, self.request.method), minds=self.get_queryset())
 
     @extend_schema(operation_id="minds_list", responses={200: MindSerializer(many=True),
                                                          **ERRORS})
     def list(self, request):
         """The minds you are a member of (yours and those shared with you), oldest first,
-        with your role and their memory, unverified and key counts. Any role."""
+        with your role and their memory, unverified and key counts."""
         minds = self.get_queryset().order_by("created_at", "id")
         return Response(MindSerializer(minds, many=True).data)
 
@@ -362,19 +367,19 @@ class MindViewSet(HumanViewSet):
 
     @extend_schema(operation_id="minds_get", responses={200: MindSerializer, **ERRORS})
     def retrieve(self, request, mind_id: str):
-        """One of your minds. Any role."""
-        return Response(MindSerializer(self.get_mind(Action.READ)).data)
+        """One of your minds."""
+        return Response(MindSerializer(self.get_mind()).data)
 
     @extend_schema(operation_id="minds_update", request=MindUpdateSerializer,
                    responses={200: MindSerializer, **ERRORS})
     def partial_update(self, request, mind_id: str):
         """Rename a mind, set its recall policy for unverified memories or its search
-        language (a new language re-indexes its memories in the background). Owners only."""
-        mind = self.get_mind(Action.MANAGE)
+        language (a new language re-indexes its memories in the background)."""
+        mind = self.get_mind()
         serializer = MindUpdateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         mind_update(mind=mind, actor=request.user, **serializer.validated_data)
-        return Response(MindSerializer(self.get_mind(Action.MANAGE)).data)
+        return Response(MindSerializer(self.get_mind()).data)
 
     @extend_schema(operation_id="minds_delete", request=MindDeleteSerializer,
                    parameters=[OpenApiParameter("confirm", str, required=False,
@@ -383,8 +388,8 @@ class MindViewSet(HumanViewSet):
                    responses={204: None, **ERRORS})
     def destroy(self, request, mind_id: str):
         """Delete a mind and everything of it, for every member. Confirm with the mind's
-        exact name. Owners only."""
-        mind = self.get_mind(Action.MANAGE)
+        exact name."""
+        mind = self.get_mind()
         confirm = self.query.get("confirm")
         if request.data:
             serializer = MindDeleteSerializer(data=request.data)
@@ -406,12 +411,15 @@ class MindKeyViewSet(HumanViewSet):
     resource_name = "Mind Key"
     lookup_url_kwarg = "key_id"
     not_found = "No such key."
+    # Keys are the owners' (minds.access): every action.
+    mind_action = Action.MANAGE
 
     @cached_property
     def mind(self) -> Mind:
         """The mind in the path, if the signed-in human owns it (404 for a non-member, 403
-        for an editor or viewer: keys are the owners')."""
-        return member_mind(self.request.user, self.kwargs["mind_id"], Action.MANAGE)
+        for an editor or viewer)."""
+        return member_mind(self.request.user, self.kwargs["mind_id"],
+                           mind_action(self, self.request.method))
 
     def get_queryset(self):
         return MindKey.objects.filter(mind=self.mind).select_related("mind")
@@ -419,8 +427,8 @@ class MindKeyViewSet(HumanViewSet):
     @extend_schema(operation_id="keys_list", responses={200: MindKeySerializer(many=True),
                                                         **ERRORS})
     def list(self, request, mind_id: str):
-        """The keys of a mind, newest first, revoked ones included (never the secret).
-        Owners only."""
+        """The keys of a mind, newest first, revoked ones included (never the
+        secret)."""
         keys = self.get_queryset().order_by("-created_at", "-id")
         return Response(MindKeySerializer(keys, many=True).data)
 
@@ -428,7 +436,7 @@ class MindKeyViewSet(HumanViewSet):
                    responses={201: IssuedMindKeySerializer, **ERRORS})
     def create(self, request, mind_id: str):
         """Issue a key. The answer carries the key itself: store it now, it is never shown
-        again. Owners only."""
+        again."""
         serializer = MindKeyCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         key, plaintext = key_issue(mind=self.mind, created_by=request.user,
@@ -438,13 +446,13 @@ class MindKeyViewSet(HumanViewSet):
 
     @extend_schema(operation_id="keys_get", responses={200: MindKeySerializer, **ERRORS})
     def retrieve(self, request, mind_id: str, key_id: str):
-        """One key of a mind (never the secret). Owners only."""
+        """One key of a mind (never the secret)."""
         return Response(MindKeySerializer(self.get_object()).data)
 
     @extend_schema(operation_id="keys_revoke", responses={200: MindKeySerializer, **ERRORS})
     def destroy(self, request, mind_id: str, key_id: str):
-        """Revoke a key: the next request made with it gets a 401. Revoking twice is fine.
-        Owners only."""
+        """Revoke a key: the next request made with it gets a 401. Revoking twice is
+        fine."""
         key = key_revoke(key=self.get_object(), actor=request.user)
         return Response(MindKeySerializer(key).data)
 
@@ -497,9 +505,14 @@ class MemberViewSet(HumanViewSet):
     resource_name = "Member"
     lookup_url_kwarg = "user_id"
     not_found = "No such member."
+    # minds.access, and the OpenAPI role line: anyone on the mind sees who else is; changing
+    # or removing a member is the owners' (removing yourself is leaving: ``destroy``).
+    mind_action = {"list": Action.READ, "partial_update": Action.MANAGE,
+                   "destroy": Action.MANAGE}
 
-    def mind(self, action: Action) -> Mind:
-        return member_mind(self.request.user, self.kwargs["mind_id"], action)
+    def mind(self, action: Action | None = None) -> Mind:
+        return member_mind(self.request.user, self.kwargs["mind_id"],
+                           action or mind_action(self, self.request.method))
 
     def user_id(self) -> int | None:
         """The user id in the path (a number; anything else matches no member)."""
@@ -516,8 +529,8 @@ class MemberViewSet(HumanViewSet):
     @extend_schema(operation_id="members_list",
                    responses={200: MemberSerializer(many=True), **MEMBER_ERRORS})
     def list(self, request, mind_id: str):
-        """Who is on the mind, with their roles, oldest member first. Any role."""
-        members = Membership.objects.filter(mind=self.mind(Action.READ)).select_related("user")
+        """Who is on the mind, with their roles, oldest member first."""
+        members = Membership.objects.filter(mind=self.mind()).select_related("user")
         return Response(MemberSerializer(members, many=True).data)
 
     @extend_schema(operation_id="members_update", request=MemberUpdateSerializer,
@@ -527,8 +540,8 @@ class MemberViewSet(HumanViewSet):
         """Change a member's role. Making another member owner, then yourself editor or
         viewer (or leaving), transfers ownership; the last owner cannot step down (409). An
         owner who stops being one has the Mind Keys they issued and the connections they
-        approved on this mind revoked. Owners only."""
-        membership = self.get_object(self.mind(Action.MANAGE))
+        approved on this mind revoked."""
+        membership = self.get_object(self.mind())
         serializer = MemberUpdateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         with refusals():
@@ -539,11 +552,11 @@ class MemberViewSet(HumanViewSet):
     @extend_schema(operation_id="members_remove", parameters=[USER_ID],
                    responses={204: None, **MEMBER_ERRORS})
     def destroy(self, request, mind_id: str, user_id: str):
-        """Remove a member (owners only), or leave the mind (your own user id; any role).
-        The last owner cannot leave (409). A departing owner's keys and connections on this
-        mind are revoked."""
+        """Remove a member, or leave the mind: with your own user id, any role may (the
+        last owner cannot: 409). A departing owner's keys and connections on this mind are
+        revoked."""
         leaving = self.user_id() == request.user.pk
-        membership = self.get_object(self.mind(Action.READ if leaving else Action.MANAGE))
+        membership = self.get_object(self.mind(Action.READ if leaving else None))
         with refusals():
             member_remove(membership=membership, actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -558,10 +571,12 @@ class MindInvitationViewSet(HumanViewSet):
     lookup_url_kwarg = "invitation_id"
     not_found = "No such invitation."
     throttle_scope = {"POST": "invite"}
+    mind_action = Action.MANAGE  # every action
 
     @cached_property
     def mind(self) -> Mind:
-        return member_mind(self.request.user, self.kwargs["mind_id"], Action.MANAGE)
+        return member_mind(self.request.user, self.kwargs["mind_id"],
+                           mind_action(self, self.request.method))
 
     def get_queryset(self):
         return Invitation.objects.filter(mind=self.mind).select_related(
@@ -571,7 +586,7 @@ class MindInvitationViewSet(HumanViewSet):
                    responses={200: InvitationSerializer(many=True), **INVITATION_ERRORS})
     def list(self, request, mind_id: str):
         """The open invitations of the mind (expired ones too, until revoked or renewed),
-        newest first; never their links. Owners only."""
+        newest first; never their links."""
         pending = self.get_queryset().open().order_by("-created_at", "-id")
         return Response(InvitationSerializer(pending, many=True).data)
 
@@ -582,11 +597,12 @@ class MindInvitationViewSet(HumanViewSet):
         The answer carries the link, shown this once: it is mailed when the server sends
         mail and the invitee has an address (``emailed``); otherwise hand it over yourself.
         Inviting the same invitee again renews the open invitation (new link, new expiry,
-        the new role). A current member is a 400. Owners only; rate limited (``invite``)."""
+        the new role). A current member is a 400. Rate limited (``invite``)."""
+        mind = self.mind  # the role first: a refused request is refused whatever it sent
         serializer = InvitationCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         with refusals():
-            invited = invitations.invite(mind=self.mind, actor=request.user,
+            invited = invitations.invite(mind=mind, actor=request.user,
                                          origin=public_origin(request),
                                          **serializer.validated_data)
         invitation = invited.invitation
@@ -597,7 +613,7 @@ class MindInvitationViewSet(HumanViewSet):
                    responses={200: InvitationSerializer, **INVITATION_ERRORS})
     def destroy(self, request, mind_id: str, invitation_id: str):
         """Revoke an invitation: its link stops working. Revoking a closed one changes
-        nothing. Owners only."""
+        nothing."""
         invitation = invitations.revoke(invitation=self.get_object(), actor=request.user)
         return Response(InvitationSerializer(invitation).data)
 

@@ -43,14 +43,22 @@ def validated_query(request, serializer_class: type[serializers.Serializer] | No
     return serializer.validated_data
 
 
-def mind_action(view, request) -> Action:
-    """What a request does to its mind (minds.access): the view's ``mind_action`` (an
-    ``@action`` keyword, or a class attribute), else reading for GET/HEAD/OPTIONS and
-    writing for anything else."""
+def mind_action(view, method: str) -> Action | None:
+    """What an operation does to the mind it acts on (minds.access), as its view declares
+    it: the view's ``mind_action`` (an ``@action`` keyword, a class attribute, or a dict by
+    viewset action where an action may name no mind); on a view that ``acts_on_mind``
+    without a declaration, reading for GET/HEAD/OPTIONS and writing for anything else.
+    None: the operation acts on no mind (accounts, the list of one's minds). The check
+    (``request_mind``, ``member_mind``) and the OpenAPI role line (synapse.api.schema)
+    both read it here."""
     declared = getattr(view, "mind_action", None)
+    if isinstance(declared, dict):
+        return declared.get(getattr(view, "action", None))
     if declared is not None:
         return declared
-    return Action.READ if request.method in SAFE_METHODS else Action.WRITE
+    if getattr(view, "acts_on_mind", False):
+        return Action.READ if method in SAFE_METHODS else Action.WRITE
+    return None
 
 
 def request_mind(request, *, action: Action,
@@ -92,6 +100,9 @@ class SynapseAPIView(APIView):
     """
 
     permission_classes = [MindAccess]
+    # Whether the view acts on a mind (``get_mind``): see ``mind_action``.
+    acts_on_mind = False
+    mind_action: Action | dict[str, Action] | None = None
     # Rate-limit scope (synapse.throttling): "search", "export", … or a dict by HTTP method;
     # None means writes count as "write" and reads are not limited.
     throttle_scope: str | dict[str, str] | None = None
@@ -106,9 +117,13 @@ class SynapseAPIView(APIView):
                                      self.query_serializers.get(method, self.query_serializer))
 
     def get_mind(self) -> Mind:
-        """The mind this request acts on: the key's, or the human's ``?mind=``."""
+        """The mind this request acts on: the key's, or the human's ``?mind=`` (a view
+        that uses it sets ``acts_on_mind``, so its OpenAPI description names the role)."""
         if not hasattr(self, "_mind"):
-            self._mind = request_mind(self.request, action=mind_action(self, self.request))
+            action = mind_action(self, self.request.method)
+            if action is None:
+                action = Action.READ if self.request.method in SAFE_METHODS else Action.WRITE
+            self._mind = request_mind(self.request, action=action)
         return self._mind
 
 
@@ -164,6 +179,7 @@ class MindScopedViewSet(GenericViewSet):
     # What the action does to the mind (minds.access.Action), when the method does not say
     # it (synapse.api.views.mind_action): e.g. a scope reset is ``manage``.
     mind_action: Action | None = None
+    acts_on_mind = True
     body_limit = "MAX_BODY_BYTES"
     filter_backends = [QueryFilterBackend]
     metadata_class = ViewMetadata
@@ -173,6 +189,9 @@ class MindScopedViewSet(GenericViewSet):
         self.query  # noqa: B018 - validated now at the latest, before the handler runs
         if request.method not in SAFE_METHODS:
             self.provenance  # noqa: B018 - a malformed claim is refused before any write
+        # Who may act on the mind is settled before the body is read: a non-member gets
+        # the 404 and a refused role the 403 whatever they sent (minds.access).
+        self.mind  # noqa: B018
 
     @cached_property
     def provenance(self) -> Provenance:
@@ -192,7 +211,7 @@ class MindScopedViewSet(GenericViewSet):
     def mind(self) -> Mind:
         """The mind this request acts on: the key's, or the human's ``?mind=`` (on an
         action with ``mind_from_object``, without it: the mind of the object)."""
-        return request_mind(self.request, action=mind_action(self, self.request),
+        return request_mind(self.request, action=mind_action(self, self.request.method),
                             implied=self.implied_mind if self.mind_from_object else None)
 
     def implied_mind(self, owned: QuerySet) -> Mind:

@@ -205,3 +205,81 @@ def test_superusers_see_every_mind(alices_things, clerk_mind):
     assert memory.id in page(client, "/admin/memories/memory/")
     assert alice_key.id in page(client, "/admin/minds/mindkey/")
     page(client, f"/admin/minds/mind/{alice_mind.pk}/change/")
+
+
+# -- staff who are editors or viewers on someone else's mind ------------------------------
+
+@pytest.fixture
+def shared_with_clerk(alices_things, alice, clerk):
+    """alice's mind, the clerk a member of it with the role the test sets, and an
+    unverified memory in it."""
+    from minds.services import member_add
+
+    mind, key, memory = alices_things
+    Memory.objects.filter(pk=memory.pk).update(verified=False)
+
+    def share(role: str):
+        member_add(mind=mind, user=clerk, role=role, actor=alice)
+        return mind, key, Memory.objects.get(pk=memory.pk)
+    return share
+
+
+def verify_in_admin(client, memory):
+    client.post("/admin/memories/memory/", {
+        "action": "verify", "post": "yes", "_selected_action": [memory.pk], "index": 0,
+        "ids": [f"{memory.pk}:{memory.version}"]})
+    memory.refresh_from_db()
+    return memory.verified
+
+
+def test_staff_editors_view_and_verify_memories_but_not_the_mind_or_its_keys(
+        clerk_client, clerk, shared_with_clerk):
+    from minds.models import Role
+
+    mind, key, memory = shared_with_clerk(Role.EDITOR)
+    assert "alice_secret_plan" in page(clerk_client, "/admin/memories/memory/")
+    assert "Verify selected memories" in page(clerk_client, "/admin/memories/memory/")
+    page(clerk_client, f"/admin/memories/memory/{memory.pk}/change/")
+    assert verify_in_admin(clerk_client, memory)
+    assert Memory.objects.get(pk=memory.pk).verified_by == clerk
+    # The mind: seen, not changed, not deleted (one by one or by the list's action).
+    assert mind.pk in page(clerk_client, "/admin/minds/mind/")
+    clerk_client.post(f"/admin/minds/mind/{mind.pk}/change/", {
+        "name": "Taken over", "unverified_in_recall": "marked", "search_language": "english"})
+    assert clerk_client.get(f"/admin/minds/mind/{mind.pk}/delete/").status_code == 403
+    clerk_client.post("/admin/minds/mind/", {"action": "delete_selected", "post": "yes",
+                                            "_selected_action": [mind.pk], "index": 0})
+    assert Mind.objects.get(pk=mind.pk).name == mind.name
+    # Its keys: not listed, not opened, not revoked.
+    assert key.name not in page(clerk_client, "/admin/minds/mindkey/")
+    assert clerk_client.get(f"/admin/minds/mindkey/{key.pk}/change/").status_code in (302, 403,
+                                                                                      404)
+    clerk_client.post("/admin/minds/mindkey/", {"action": "revoke_keys",
+                                               "_selected_action": [key.pk], "index": 0})
+    key.refresh_from_db()
+    assert key.revoked_at is None
+    assert not AuditEvent.objects.filter(mind=mind, actor_id=str(clerk.pk)).exclude(
+        action__in=["verify", "member_add"]).exists()
+
+
+def test_staff_viewers_only_view(clerk_client, clerk, shared_with_clerk):
+    from minds.models import Role
+
+    mind, key, memory = shared_with_clerk(Role.VIEWER)
+    listing = page(clerk_client, "/admin/memories/memory/")
+    assert "alice_secret_plan" in listing and "Verify selected memories" not in listing
+    page(clerk_client, f"/admin/memories/memory/{memory.pk}/change/")
+    assert not verify_in_admin(clerk_client, memory)
+    clerk_client.post("/admin/memories/memory/", {
+        "action": "unverify", "_selected_action": [memory.pk], "index": 0})
+    assert "Delete selected" not in page(clerk_client, "/admin/minds/mind/")
+    clerk_client.post("/admin/minds/mind/", {"action": "delete_selected", "post": "yes",
+                                            "_selected_action": [mind.pk], "index": 0})
+    assert Mind.objects.filter(pk=mind.pk).exists()
+    assert key.name not in page(clerk_client, "/admin/minds/mindkey/")
+    # No mind the clerk may manage: no key to add either.
+    assert clerk_client.get("/admin/minds/mindkey/add/").status_code == 403
+    key.refresh_from_db()
+    assert key.revoked_at is None
+    assert not AuditEvent.objects.filter(actor_id=str(clerk.pk)).exclude(
+        action="member_add").exists()

@@ -20,7 +20,8 @@ from memories.embeddings import embed_batch
 from memories.models import AuditEvent, Memory, MemoryTombstone, MemoryVersion, under_any
 from memories.services import memory_delete, memory_store
 from minds.authentication import AgentPrincipal
-from minds.models import Mind, MindKey, OAuthConnection
+from minds.invitations import invite
+from minds.models import Invitation, Membership, Mind, MindKey, OAuthConnection
 from minds.oauth import token_checksum
 from minds.services import connection_revoke, key_issue, key_revoke, mind_create
 from tests.conftest import make_user, session_client
@@ -48,6 +49,7 @@ class Tenant:
     # read only, limited to ``scope``, revoked, expired.
     oauth: dict[str, str] = field(default_factory=dict)
     key_ids: list[str] = field(default_factory=list)
+    invitation_ids: list[str] = field(default_factory=list)
     memory_ids: list[str] = field(default_factory=list)
     scoped_ids: list[str] = field(default_factory=list)
     export: dict | None = None
@@ -60,7 +62,7 @@ class Tenant:
     def secrets(self) -> list[str]:
         """Strings that only this tenant's data contains and no request ever carries."""
         return [self.canary, self.scoped_canary, *self.memory_ids, *self.scoped_ids,
-                self.mind.id, *self.key_ids, *self.connection_ids]
+                self.mind.id, *self.key_ids, *self.connection_ids, *self.invitation_ids]
 
     @property
     def connection_ids(self) -> list[str]:
@@ -114,6 +116,10 @@ def fill(label: str, word: str, owner, count: int) -> Tenant:
                           path=tenant.scope, tags=[word, "shared"]).memory
     tenant.scoped_ids.append(inside.id)
     tenant.key_ids.append(scoped_row.id)
+    # An open invitation, for the routes of one (its id a secret like the keys').
+    invited = invite(mind=mind, actor=owner, role="viewer", origin="http://testserver",
+                     email=f"invitee.{label}@example.com")
+    tenant.invitation_ids.append(invited.invitation.id)
     issue_oauth_tokens(tenant)
     return tenant
 
@@ -148,7 +154,8 @@ def tenants(db) -> dict[str, Tenant]:
 
 
 def snapshot(tenant: Tenant) -> dict:
-    """Everything stored for one mind (minus key last-use times, which reads update)."""
+    """Everything stored for one mind (minus key last-use times, which reads update), its
+    members and invitations included."""
     mind = Mind.objects.filter(pk=tenant.mind.pk).values().first()
     memories = list(Memory.objects.for_mind(tenant.mind).order_by("id").values(
         "id", "category", "key", "content", "tags", "priority", "source", "verified",
@@ -159,8 +166,12 @@ def snapshot(tenant: Tenant) -> dict:
     audit = list(AuditEvent.objects.filter(mind=tenant.mind).order_by("id").values("id"))
     keys = list(MindKey.objects.filter(mind=tenant.mind).order_by("id").values(
         "id", "name", "scope", "expires_at", "revoked_at", "hashed_secret"))
+    members = list(Membership.objects.filter(mind=tenant.mind).order_by("id").values(
+        "user_id", "role"))
+    invitations = list(Invitation.objects.filter(mind=tenant.mind).order_by("id").values(
+        "id", "role", "token_hash", "expires_at", "revoked_at"))
     return {"mind": mind, "memories": memories, "versions": versions, "audit": audit,
-            "keys": keys}
+            "keys": keys, "members": members, "invitations": invitations}
 
 
 def snapshot_outside_scope(tenant: Tenant) -> dict:
@@ -199,3 +210,49 @@ def live_cluster():
     cluster = make_cluster()
     yield cluster
     destroy_cluster(cluster)
+
+
+@dataclass
+class Team:
+    """One filled mind (``tenant``, owned by ``people["owner"]``) with an editor and a viewer
+    on it, and a signed-in person who is no member of it (with a mind of their own)."""
+
+    tenant: Tenant
+    people: dict[str, object]
+    outsider_tenant: Tenant
+
+    @property
+    def secrets(self) -> list[str]:
+        """What a non-member must never see: the tenant's canaries and ids, and its name."""
+        return [*self.tenant.secrets, self.tenant.mind.name]
+
+
+ROLES = ("owner", "editor", "viewer", "non-member")
+
+
+@pytest.fixture
+def team(db) -> Team:
+    """The role matrix's cast (tests/security/test_isolation_matrix.py)."""
+    from minds.models import Role
+    from minds.services import member_add
+
+    owner, editor, viewer, outsider = (make_user(f"team_{role.replace('-', '_')}")
+                                       for role in ROLES)
+    tenant = fill("t1", "wombat", owner, 6)
+    member_add(mind=tenant.mind, user=editor, role=Role.EDITOR, actor=owner)
+    member_add(mind=tenant.mind, user=viewer, role=Role.VIEWER, actor=owner)
+    outsider_tenant = fill("t2", "dugong", outsider, 3)
+    while embed_batch(limit=200):
+        pass
+    return Team(tenant, dict(zip(ROLES, (owner, editor, viewer, outsider), strict=True)),
+                outsider_tenant)
+
+
+def team_snapshot(team: Team) -> dict:
+    """``snapshot`` of the team's mind (with its members and invitations) plus row counts
+    of what a refused write could add (a refused role changes nothing)."""
+    mind = team.tenant.mind
+    return {**snapshot(team.tenant),
+            "tombstones": MemoryTombstone.objects.filter(mind=mind).count(),
+            "connections": list(OAuthConnection.objects.filter(mind=mind).order_by("id")
+                                .values("id", "revoked_at"))}

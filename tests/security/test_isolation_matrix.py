@@ -16,6 +16,7 @@ outside its scope must be what they were.
 
 import json
 import re
+from functools import partial
 from urllib.parse import urlencode
 
 import pytest
@@ -48,6 +49,10 @@ def victim_value(name: str, path: str, victim: Tenant):
         return victim.mind.id
     if "version" in lowered:
         return 1
+    if lowered == "user_id":
+        return victim.owner.pk
+    if lowered == "invitation_id":
+        return victim.invitation_ids[0]
     return victim.memory_ids[1]
 
 
@@ -457,8 +462,13 @@ def ui_paths(victim: Tenant, mind_id: str) -> list[str]:
                        if "<str:action>" in route else [None]):
             path = (route.replace("<str:mind_id>", mind_id)
                     .replace("<str:memory_id>", victim.memory_ids[1])
-                    .replace("<str:key_id>", victim.key_ids[0]))
-            paths.append("/ui/" + (path.replace("<str:action>", action) if action else path))
+                    .replace("<str:key_id>", victim.key_ids[0])
+                    .replace("<str:connection_id>", victim.connection_ids[0])
+                    .replace("<str:invitation_id>", victim.invitation_ids[0])
+                    .replace("<int:user_id>", str(victim.owner.pk)))
+            path = path.replace("<str:action>", action) if action else path
+            assert "<" not in path, f"ui_paths does not fill {route}"
+            paths.append("/ui/" + path)
     return paths
 
 
@@ -475,7 +485,9 @@ def test_no_web_page_shows_or_changes_another_users_mind(tenants):
     form = {"content": "ui probe", "category": "fact", "key": "ui_probe", "name": "ui probe",
             "confirm": victim.mind.name, "ids": victim.memory_ids, "scope": "write"}
     own_mind_foreign_object = [path for path in ui_paths(victim, other.mind.id)
-                               if victim.memory_ids[1] in path or victim.key_ids[0] in path]
+                               if any(object_id in path for object_id in (
+                                   victim.memory_ids[1], victim.key_ids[0],
+                                   victim.connection_ids[0], victim.invitation_ids[0]))]
     for path in ui_paths(victim, victim.mind.id) + own_mind_foreign_object:
         for method in ("get", "post"):
             response = getattr(client, method)(path, form if method == "post" else None)
@@ -488,3 +500,228 @@ def test_no_web_page_shows_or_changes_another_users_mind(tenants):
     assert snapshot(victim) == before, "another user's session changed the victim's data"
     print(f"\nweb UI isolation: {tried} page requests from another user's session")
     assert tried and not failures, "\n".join(failures)
+
+
+# -- Roles: every human route × owner, editor, viewer and a non-member of the mind ----------
+
+def required_action(op: Operation):
+    """What the route's OpenAPI role line says it needs (an Action), or None when it names
+    no mind ("any signed-in person"); a route without the line fails the test."""
+    from minds.access import Action, least_role
+    from synapse.api.schema import ANY_SIGNED_IN, ROLE_PREFIX
+
+    lines = [line for line in op.spec.get("description", "").splitlines()
+             if line.startswith(ROLE_PREFIX)]
+    assert len(lines) == 1, f"{op.label}: no role line in its description"
+    said = lines[0].removeprefix(ROLE_PREFIX).removesuffix(".")
+    by_words = {least_role(action): action for action in Action}
+    assert said in by_words or said == ANY_SIGNED_IN, f"{op.label}: unknown role line {said!r}"
+    return by_words.get(said)
+
+
+def documented_role(op: Operation) -> str:
+    """The least role docs/teams.md ("Roles") gives the route, written out independently of
+    the views, so a declaration loosened by mistake fails here rather than moving the
+    role line and the check together."""
+    if re.match(r"^/minds/{mind_id}/(keys|invitations)", op.path) or (
+            op.path == "/memory/reset") or (
+            op.path.startswith("/minds/{mind_id}") and op.method in ("PATCH", "DELETE")):
+        return "owner"
+    if op.path.startswith(("/auth/", "/minds", "/invitations")) and "{mind_id}" not in op.path:
+        return "any"
+    return "viewer" if op.method == "GET" else "editor"
+
+
+def is_human_route(op: Operation) -> bool:
+    """Whether a person (JWT or session) may call it at all."""
+    return any("jwtAuth" in requirement for requirement in op.spec.get("security", []))
+
+
+def rolled_back(request, *args):
+    """``request(*args)``'s response, its effects undone (an allowed write must not change
+    the world the next role sees)."""
+    try:
+        with transaction.atomic():
+            response = request(*args)
+            body_text(response)
+            raise Rollback(response)
+    except Rollback as undone:
+        return undone.args[0]
+
+
+def role_verdict(role: str, action, control: int, response, text: str,
+                 sent: str, team) -> str | None:
+    """Why ``response`` is wrong for ``role`` on a route needing ``action`` (None: right).
+    An allowed role gets what the owner got; a member whose role may not, a 403
+    ``insufficient_role``; a non-member, a 404 without a byte of the mind."""
+    from minds.access import allows
+
+    status = response.status_code
+    if role == "non-member":
+        leaks = [secret for secret in team.secrets if secret in text and secret not in sent]
+        if leaks:
+            return f"leaked {leaks} in {text[:300]}"
+        if action is not None and status != 404:
+            return f"{status}, expected 404 {text[:200]}"
+        if action is None and status != control:
+            return f"{status}, the owner got {control} {text[:200]}"
+        return None
+    if action is None or allows(role, action):
+        return None if status == control else f"{status}, the owner got {control} {text[:200]}"
+    if status != 403 or '"insufficient_role"' not in text:
+        return f"{status}, expected 403 insufficient_role {text[:200]}"
+    return None
+
+
+def test_every_human_route_gives_each_role_exactly_what_it_allows(team):
+    """Each operation a person may call, as the owner, an editor, a viewer and a signed-in
+    non-member: allowed roles get what the owner gets (their writes rolled back), refused
+    members a 403 ``insufficient_role`` and no change, non-members a 404 and not a byte of
+    the mind. What each route allows is read from its OpenAPI role line, so the docs and
+    the check cannot drift apart."""
+    from minds.access import LEAST_ROLE, allows
+    from tests.security.conftest import ROLES, team_snapshot
+
+    victim = team.tenant
+    schema_ops = [op for op in operations(load_schema()) if is_human_route(op)]
+    victim.export = victim_export(victim)
+    clients = {role: bearer(jwt_for(team.people[role])) for role in ROLES}
+    before = team_snapshot(team)
+    failures, tried = [], 0
+    for op in schema_ops:
+        action = required_action(op)
+        said = "any" if action is None else LEAST_ROLE[action]
+        if said != documented_role(op):
+            failures.append(f"{op.label}: needs {said}, docs/teams.md says "
+                            f"{documented_role(op)}")
+        url, body = build_request(op, victim, add_mind=True)
+        sent = url + (body or b"").decode()
+        control = rolled_back(send, clients["owner"], op, url, body).status_code
+        # (A 404 can be right for the owner: an object in the path the fixture lacks.)
+        if action is not None and control == 403:
+            failures.append(f"{op.label}: the owner's own request got {control}")
+        for role in ROLES[1:]:
+            refused = action is not None and not allows(
+                None if role == "non-member" else role, action)
+            # A refused request runs for real: the snapshot below proves it wrote nothing.
+            response = (send if refused else partial(rolled_back, send))(
+                clients[role], op, url, body)
+            tried += 1
+            if why := role_verdict(role, action, control, response, body_text(response),
+                                   sent, team):
+                failures.append(f"{op.label} as {role} ({url}): {why}")
+    if team_snapshot(team) != before:
+        failures.append("a refused role changed the mind")
+    print(f"\nrole matrix (API): {len(schema_ops)} human operations × {len(ROLES)} roles, "
+          f"{tried} requests besides the owner's")
+    assert len(schema_ops) > 40 and not failures, "\n".join(failures)
+
+
+def ui_required_action(path: str, method: str):
+    """What a /ui/ page needs, as its view declares it (minds.views.MindView.mind_action)."""
+    from django.urls import resolve
+
+    from minds.access import Action
+
+    view = resolve(path).func.view_class
+    declared = view.mind_action
+    if isinstance(declared, dict):
+        declared = declared.get(method.upper())
+    if declared is not None:
+        return declared
+    return Action.READ if method == "get" else Action.WRITE
+
+
+# Pages that must need a mind's owner whatever their view says (the role table of
+# docs/teams.md), so a declaration loosened by mistake fails here too.
+OWNER_PAGES = {"keys", "key-revoke", "connections", "connection-revoke", "connect",
+               "settings", "mind-delete", "reset"}
+
+
+def test_every_web_page_and_form_gives_each_role_exactly_what_it_allows(team):
+    """Every /ui/minds/<id>/… page, GET and POST, as the owner, an editor, a viewer and a
+    signed-in non-member: allowed roles get what the owner gets (writes rolled back),
+    refused members the 403 page and no change, non-members the 404 page and not a byte
+    of the mind."""
+    from django.test import Client
+    from django.urls import resolve
+
+    from minds.access import Action, allows
+    from tests.security.conftest import ROLES, team_snapshot
+
+    victim = team.tenant
+    clients = {}
+    for role in ROLES:
+        clients[role] = Client()
+        clients[role].force_login(team.people[role])
+    form = {"content": "ui probe", "category": "fact", "key": "ui_probe", "name": "ui probe",
+            "confirm": victim.mind.name, "ids": [f"{victim.memory_ids[1]}:1"],
+            "version": "1", "scope": "write", "path": "ui/probe"}
+    before = team_snapshot(team)
+    failures, tried = [], 0
+    for path in ui_paths(victim, victim.mind.id):
+        for method in ("get", "post"):
+            action = ui_required_action(path, method)
+            if resolve(path).url_name in OWNER_PAGES and action != Action.MANAGE:
+                failures.append(f"{method.upper()} {path}: declared {action}, not manage")
+            data = form if method == "post" else None
+            control = rolled_back(getattr(clients["owner"], method), path, data).status_code
+            for role in ROLES[1:]:
+                refused = not allows(None if role == "non-member" else role, action)
+                request = getattr(clients[role], method)
+                response = request(path, data) if refused and control != 405 else \
+                    rolled_back(request, path, data)
+                tried += 1
+                text = response.content.decode("utf-8", "replace")
+                status = response.status_code
+                where = f"{method.upper()} {path} as {role}"
+                if control == 405:
+                    why = None if status == 405 else f"{status}, the owner got 405"
+                elif role == "non-member":
+                    why = None if status == 404 else f"{status}, expected 404"
+                elif refused:
+                    why = None if status == 403 and "Not allowed" in text else \
+                        f"{status}, expected the 403 page"
+                else:
+                    why = None if status == control else f"{status}, the owner got {control}"
+                if why:
+                    failures.append(f"{where}: {why}")
+                if role == "non-member" and (leaks := [
+                        secret for secret in team.secrets
+                        if secret in text and secret not in path + json.dumps(form)]):
+                    failures.append(f"{where}: leaked {leaks}")
+    if team_snapshot(team) != before:
+        failures.append("a refused role changed the mind")
+    print(f"\nrole matrix (web UI): {tried} page requests besides the owner's")
+    assert tried and not failures, "\n".join(failures)
+
+
+def test_membership_changes_leave_agents_keys_alone_but_a_removed_owners(team):
+    """Removing an editor revokes nothing; removing an owner revokes the Mind Keys they
+    issued on the mind (and only those): docs/teams.md, "Roles"."""
+    from minds.models import Membership, Role
+    from minds.services import key_issue, member_add, member_remove, member_set_role
+
+    victim = team.tenant
+    owner, editor = team.people["owner"], team.people["editor"]
+    keys = [victim.write_key, victim.read_key, victim.scoped_key]
+    member_remove(membership=Membership.objects.get(mind=victim.mind, user=editor),
+                  actor=owner)
+    assert [bearer(key).get("/memory/stats").status_code for key in keys] == [200] * 3
+    assert bearer(victim.oauth["write"]).get("/memory/stats").status_code == 200
+    # A second owner's keys go with them; the first owner's stay.
+    viewer = team.people["viewer"]
+    member_set_role(membership=Membership.objects.get(mind=victim.mind, user=viewer),
+                    role=Role.OWNER, actor=owner)
+    _row, second_owners_key = key_issue(mind=victim.mind, name="second", created_by=viewer)
+    assert bearer(second_owners_key).get("/memory/stats").status_code == 200
+    member_remove(membership=Membership.objects.get(mind=victim.mind, user=viewer),
+                  actor=owner)
+    assert bearer(second_owners_key).get("/memory/stats").status_code == 401
+    assert [bearer(key).get("/memory/stats").status_code for key in keys] == [200] * 3
+    # The first owner removed (another owner remains): their keys and connections end.
+    member_add(mind=victim.mind, user=viewer, role=Role.OWNER, actor=owner)
+    member_remove(membership=Membership.objects.get(mind=victim.mind, user=owner),
+                  actor=viewer)
+    assert [bearer(key).get("/memory/stats").status_code for key in keys] == [401] * 3
+    assert bearer(victim.oauth["write"]).get("/memory/stats").status_code == 401
