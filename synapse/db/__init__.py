@@ -29,7 +29,11 @@ def streamed(pieces: Iterable[T]) -> Iterator[T]:
 @contextmanager
 def reading(pieces: Iterable[T]) -> Iterator[Iterator[T]]:
     """A transaction in which ``pieces`` may be read in part (a budgeted recall stops when
-    nothing more fits): its cursors are closed before the transaction ends."""
+    nothing more fits): its cursors are closed before the transaction ends. A list, read
+    already, needs none (no BEGIN and COMMIT round trips)."""
+    if isinstance(pieces, list | tuple):
+        yield iter(pieces)
+        return
     with transaction.atomic():
         iterator = _delegate(pieces)
         try:

@@ -19,6 +19,10 @@ class DatabaseWrapper(base.DatabaseWrapper):
     connecting, and the server must offer the ``vector`` extension or the process stops with
     a plain message. A lost connection to a crashed embedded cluster is retried once after
     starting it again, so the service recovers without manual steps.
+
+    Behind PgBouncer (``DATABASE_POOLER=pgbouncer``, docs/scaling.md) the first connection
+    also checks that the statement timeout arrived with the role, and a server-side cursor
+    is never declared outside a transaction (:meth:`chunked_cursor`).
     """
 
     def get_new_connection(self, conn_params):

@@ -132,9 +132,17 @@ def blocks(text: str) -> list[str]:
     return [line.split()[4] for line in text.splitlines() if line.startswith("[")]
 
 
-def test_a_server_behind_pgbouncer_answers_correctly(scale_cluster, server):
+@pytest.fixture(scope="module")
+def own_key(scale_cluster) -> str:
+    """A Mind Key of a new mind: the cluster is shared with the many-nodes tests."""
+    mind = scale_cluster.manage("create_mind", "PgBouncer Mind", "--owner",
+                                scale_cluster.username)
+    return scale_cluster.manage("issue_key", mind, "--name", "pgbouncer agent")
+
+
+def test_a_server_behind_pgbouncer_answers_correctly(server, own_key):
     client = httpx.Client(base_url=server.url, timeout=60,
-                          headers={"Authorization": f"Bearer {scale_cluster.key}"})
+                          headers={"Authorization": f"Bearer {own_key}"})
     # Store → recall → search → export.
     stored = client.post("/memory", json={"category": "preference", "key": "tea",
                                           "content": "Alice drinks green tea every morning"})

@@ -208,7 +208,8 @@ class CoreActions:
         # A budgeted scan may stop early: the counts say how many it left out, ranked by
         # ``q`` or not.
         totals = count_recall(memories) if budget is not None else None
-        # A budgeted scan reads over a cursor, in a transaction (synapse.db).
+        # A budgeted scan reads over a cursor, in a transaction (synapse.db); a recall
+        # small enough to hold was read whole above.
         with reading(ordered) as rows:
             recall = build_recall(mind=mind, memories=rows, budget=budget, totals=totals,
                                   path=path)
