@@ -23,12 +23,14 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 
 install: $(STAMP)
 
-# Debian packages the test suite drives: Chromium (browser tests) and a PostgreSQL server
-# without pgvector (the "pgvector missing" test). Installed only when missing and root.
+# Debian packages the test suite drives: Chromium (browser tests), a PostgreSQL server
+# without pgvector (the "pgvector missing" test) and PgBouncer (tests/synapse/
+# test_pgbouncer.py). Installed only when missing and root.
 system-deps:
 	@missing=""; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	PATH="$$PATH:/usr/sbin" command -v pgbouncer >/dev/null 2>&1 || missing="$$missing pgbouncer"; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \

@@ -1,6 +1,7 @@
 """Open-loop load benchmark: mixed agent traffic at fixed arrival rates against gunicorn.
 
     .venv/bin/python bench/load.py [--memories 100000] [--minds 100] [--rates 10,20,40,...]
+                                   [--nodes 2]
 
 A throwaway embedded cluster is filled with ``--memories`` synthetic memories spread over
 ``--minds`` minds (bulk_create, not the API: loading through the service would take hours
@@ -14,6 +15,10 @@ counts from that scheduled time, so a slow server cannot hide its queue):
 - 40 % ``GET /memory/recall?budget=2000`` (session start with a token budget),
 - 30 % ``GET /memory/search?q=…&mode=hybrid`` (keyword if hybrid is not available),
 - 30 % ``POST /memory`` (a new memory, which the embedding worker then embeds).
+
+With ``--nodes N``, N gunicorn instances (each ``--workers`` workers, on ports of their own)
+and N embedding workers run on the one database, and the client sends the requests to the
+nodes in turn (round robin), as a load balancer would (docs/scaling.md, "Many web nodes").
 
 Each rate runs ``--seconds``; the report gives p50/p95/p99/max and the error rate per
 rate, and the highest rate with p99 ≤ 100 ms and no errors. Rate limits stay at their
@@ -121,18 +126,21 @@ def fill(*, memories: int, minds: int, seed: int = 7) -> list[str]:
     return keys
 
 
-async def run_rate(url: str, keys: list[str], rate: float, seconds: float, hybrid: bool,
-                   seed: int) -> dict:
+async def run_rate(urls: list[str], keys: list[str], rate: float, seconds: float,
+                   hybrid: bool, seed: int) -> dict:
+    """One rate; request ``i`` goes to ``urls[i % len(urls)]`` (round robin)."""
     import httpx
 
     rng = random.Random(seed)
     total = int(rate * seconds)
     samples: list[tuple[str, float, int | str]] = []
     limits = httpx.Limits(max_connections=1000, max_keepalive_connections=200)
-    async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as client:
+    clients = [httpx.AsyncClient(base_url=url, timeout=30, limits=limits) for url in urls]
+    try:
 
         async def one(index: int, scheduled: float) -> None:
             await asyncio.sleep(max(0.0, scheduled - time.perf_counter()))
+            client = clients[index % len(clients)]
             key = rng.choice(keys)
             headers = {"Authorization": f"Bearer {key}"}
             roll = rng.random()
@@ -161,6 +169,9 @@ async def run_rate(url: str, keys: list[str], rate: float, seconds: float, hybri
 
         start = time.perf_counter() + 0.5
         await asyncio.gather(*(one(i, start + i / rate) for i in range(total)))
+    finally:
+        for client in clients:
+            await client.aclose()
     return summarise(rate, samples)
 
 
@@ -188,7 +199,7 @@ def report(rows: list[dict], args, setup: str) -> str:
     good = [row["rate"] for row in rows if row["p99"] <= 100 and row["errors"] == 0]
     best = max(good) if good else None
     lines = ["# Load benchmark (bench/load.py)", "",
-             f"{machine_line()} · gunicorn {args.workers} workers + embedding worker · "
+             f"{machine_line()} · {nodes_line(args)} · "
              f"{args.memories:,} memories in {args.minds} minds · {args.seconds:.0f} s per rate",
              "", setup, "",
              "Open loop: requests leave at a fixed arrival rate; latency counts from each "
@@ -208,6 +219,13 @@ def report(rows: list[dict], args, setup: str) -> str:
     return "\n".join(lines)
 
 
+def nodes_line(args) -> str:
+    if args.nodes == 1:
+        return f"gunicorn {args.workers} workers + embedding worker"
+    return (f"{args.nodes} nodes (gunicorn {args.workers} workers each, round robin) + "
+            f"{args.nodes} embedding workers")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=100_000)
@@ -215,6 +233,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--rates", default="5,10,20,30,40,60,80")
     parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--nodes", type=int, default=1,
+                        help="gunicorn instances (and embedding workers) on the one database")
     parser.add_argument("--keep", action="store_true", help="keep the data folder")
     parser.add_argument("--no-write", action="store_true", help="print, do not write results")
     args = parser.parse_args()
@@ -224,39 +244,46 @@ def main() -> None:
     started = time.monotonic()
     keys = fill(memories=args.memories, minds=args.minds)
     setup = f"Loading and indexing took {time.monotonic() - started:.0f} s."
-    worker = subprocess.Popen([sys.executable, "manage.py", "embed_worker"], cwd=ROOT,
-                              env=os.environ.copy(), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-    server = Server(workers=args.workers, extra_env=PRODUCTION_RATES)
+    workers = [subprocess.Popen([sys.executable, "manage.py", "embed_worker"], cwd=ROOT,
+                                env=os.environ.copy(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL) for _ in range(args.nodes)]
+    servers = [Server(workers=args.workers, extra_env=PRODUCTION_RATES)
+               for _ in range(args.nodes)]
     rows = []
     try:
         headers = {"Authorization": f"Bearer {keys[0]}"}
-        server.wait("/memory/health", headers)
+        for server in servers:
+            server.wait("/memory/health", headers)
         import httpx
 
-        hybrid = httpx.get(server.url + "/memory/search", params={"q": "docker",
-                           "mode": "hybrid"}, headers=headers, timeout=60).status_code == 200
+        url = servers[0].url
+        hybrid = httpx.get(url + "/memory/search", params={"q": "docker", "mode": "hybrid"},
+                           headers=headers, timeout=60).status_code == 200
         if not hybrid:
             setup += " Hybrid search was not available: search ran in keyword mode."
         # Warm-up, not measured: every worker loads the embedding model on its first query.
-        for index in range(12 * args.workers):
-            httpx.get(server.url + "/memory/search", params={"q": TOPICS[index % 30],
+        for index in range(12 * args.workers * args.nodes):
+            url = servers[index % args.nodes].url
+            httpx.get(url + "/memory/search", params={"q": TOPICS[index % 30],
                       "mode": "hybrid" if hybrid else "keyword"},
                       headers={"Authorization": f"Bearer {keys[index % len(keys)]}"},
                       timeout=120)
-            httpx.get(server.url + "/memory/recall", params={"budget": 2000},
+            httpx.get(url + "/memory/recall", params={"budget": 2000},
                       headers={"Authorization": f"Bearer {keys[index % len(keys)]}"},
                       timeout=120)
+        urls = [server.url for server in servers]
         for index, rate in enumerate(float(r) for r in args.rates.split(",")):
-            row = asyncio.run(run_rate(server.url, keys, rate, args.seconds, hybrid, index))
+            row = asyncio.run(run_rate(urls, keys, rate, args.seconds, hybrid, index))
             rows.append(row)
             print(row, flush=True)
             if row["p99"] > 2000 and index > 0:
                 break  # far past saturation: higher rates only queue longer
     finally:
-        server.stop()
-        worker.terminate()
-        worker.wait(20)
+        for server in servers:
+            server.stop()
+        for worker in workers:
+            worker.terminate()
+            worker.wait(20)
         teardown(data_dir, args.keep)
     text = report(rows, args, setup)
     print(text)

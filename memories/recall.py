@@ -83,14 +83,15 @@ def read_through(queryset, chunk_size: int = 500) -> Iterator:
     mind) walked the recall-order index over the whole mind, filtering — twice the time of
     reading the few rows through the path index and sorting them (bench/results/core.md).
     The setting applies when the cursor is declared (the first row), and only then, on
-    the connection the queryset reads from."""
+    the connection the queryset reads from: it is set for the transaction (read inside one:
+    :func:`synapse.db.streamed`), never for the session, which behind PgBouncer would stay
+    on a server connection other clients get."""
     rows = queryset.iterator(chunk_size=chunk_size)
     with connections[queryset.db].cursor() as cursor:
-        cursor.execute("SET cursor_tuple_fraction = 1")
-        try:
-            first = next(rows, _END)
-        finally:
-            cursor.execute("RESET cursor_tuple_fraction")
+        cursor.execute("SET LOCAL cursor_tuple_fraction = 1")
+        first = next(rows, _END)
+        # An error above ends the transaction, and the setting with it.
+        cursor.execute("SET LOCAL cursor_tuple_fraction TO DEFAULT")
     if first is not _END:
         yield first
         yield from rows

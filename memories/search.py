@@ -1,13 +1,12 @@
 """Search: keyword ranking, semantic and hybrid search of parsed queries (docs/search.md)."""
 
 import html
-import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.models import Case, FloatField, Q, When
+from django.db.models import Case, FloatField, Q, QuerySet, When
 from django.db.models.expressions import RawSQL
 from pgvector.django import CosineDistance
 
@@ -333,13 +332,13 @@ def load_hits(hits: list[tuple[str, float]], text: str, config: str = DEFAULT_CO
             for memory_id, score in hits if memory_id in by_id]
 
 
-def rank_for_recall(*, mind: Mind, memories, query: str) -> Iterator[Memory]:
-    """Recall ordered by hybrid relevance to ``query``: the relevant memories first (best
-    first), then the rest in recall order. Streamed: memory holds the FUSION_CANDIDATES
-    ranked memories and one chunk of the rest."""
+def rank_for_recall(*, mind: Mind, memories, query: str) -> tuple[list[Memory], QuerySet]:
+    """Recall ordered by hybrid relevance to ``query``: the relevant memories (best first,
+    at most FUSION_CANDIDATES), and the query of the rest in recall order, to read whole or
+    stream (:func:`ranked_then_rest`)."""
     memories = memories.without_vectors()
     if not memories.exists():
-        return iter(())
+        return [], memories.none()
     # The search runs now, in the view, so a failure is a clean error response rather
     # than a stream broken off.
     try:
@@ -349,9 +348,15 @@ def rank_for_recall(*, mind: Mind, memories, query: str) -> Iterator[Memory]:
     except QuerySyntaxError:
         ranked = []
     found = memories.in_bulk(ranked)
-    return itertools.chain((found[memory_id] for memory_id in ranked if memory_id in found),
-                           memories.exclude(pk__in=ranked).recall_order().iterator(
-                               chunk_size=500))
+    return ([found[memory_id] for memory_id in ranked if memory_id in found],
+            memories.exclude(pk__in=ranked).recall_order())
+
+
+def ranked_then_rest(ranked: list[Memory], rest: QuerySet) -> Iterator[Memory]:
+    """The ranked memories, then the rest streamed over a cursor (read it inside a
+    transaction: synapse.db): memory holds the ranked ones and one chunk of the rest."""
+    yield from ranked
+    yield from rest.iterator(chunk_size=500)
 
 
 # -- Related -----------------------------------------------------------------------------

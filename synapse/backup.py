@@ -16,7 +16,14 @@ def _client(database: dict) -> tuple[list[str], dict]:
     """Connection arguments (no password) and the environment carrying the password.
 
     The password travels in the child's environment (PGPASSWORD), never on its command
-    line (which every local account can read in ``ps``)."""
+    line (which every local account can read in ``ps``). Refused through PgBouncer in
+    transaction pooling mode: pg_dump and pg_restore set session state (``SET``) before
+    their transaction, which could land on another server connection."""
+    if database.get("POOLER"):
+        raise BackupError(
+            "backup and restore need a connection of their own, which PgBouncer in "
+            "transaction pooling mode does not give: run them with DATABASE_URL naming the "
+            "PostgreSQL server itself and DATABASE_POOLER unset.")
     args = ["--username", database["USER"], "--dbname", database["NAME"]]
     if database.get("HOST"):
         args += ["--host", str(database["HOST"])]

@@ -185,12 +185,26 @@ TEMPLATES = [
 ]
 
 
+# How Synapse reaches PostgreSQL: "" (directly) or "pgbouncer" (through PgBouncer in
+# transaction pooling mode: no startup ``options``, so the statement timeout is a setting of
+# the role, which ``migrate`` stores; docs/scaling.md, "PgBouncer").
+POOLERS = ("", "pgbouncer")
+
+
 def _databases() -> dict:
     # No single statement may run away with the server (milliseconds).
     timeout_ms = env_int("DATABASE_STATEMENT_TIMEOUT_MS", 30000)
+    pooler = (env_str("DATABASE_POOLER", "") or "").strip().lower()
+    if pooler not in POOLERS:
+        raise ImproperlyConfigured(
+            f"DATABASE_POOLER must be empty (a direct connection) or pgbouncer (PgBouncer in "
+            f"transaction pooling mode), not {pooler!r}")
     options = {"ENGINE": "synapse.db", "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60),
-               "CONN_HEALTH_CHECKS": True,
-               "OPTIONS": {"options": f"-c statement_timeout={timeout_ms}"}}
+               "CONN_HEALTH_CHECKS": True, "STATEMENT_TIMEOUT_MS": timeout_ms,
+               "POOLER": pooler,
+               # PgBouncer refuses a startup ``options`` parameter (and would not keep a
+               # session setting anyway): the role carries the timeout there (synapse.db).
+               "OPTIONS": {} if pooler else {"options": f"-c statement_timeout={timeout_ms}"}}
     url = env_str("DATABASE_URL")
     if url:
         import dj_database_url

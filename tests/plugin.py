@@ -42,8 +42,9 @@ def pytest_unconfigure(config):
 
 
 # Fixtures too costly to build once per worker: the tests using one share a worker under
-# `--dist loadgroup` (a Chromium per module, a migrated cluster of server processes).
-_SHARED_FIXTURES = ("browser", "live_cluster")
+# `--dist loadgroup` (a Chromium per module, a migrated cluster of server processes; the
+# PgBouncer and many-web-nodes tests share one of their own).
+_SHARED_FIXTURES = ("browser", "live_cluster", "scale_cluster")
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups

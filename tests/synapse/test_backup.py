@@ -114,6 +114,26 @@ def test_the_password_never_reaches_a_command_line(monkeypatch, tmp_path):
         assert env["PGPASSWORD"] == "pa55-w0rd"
 
 
+def test_backup_and_restore_refuse_pgbouncer_in_transaction_mode(monkeypatch, tmp_path):
+    """pg_dump and pg_restore set session state: through PgBouncer (DATABASE_POOLER) they
+    are refused before they run, saying how to run them."""
+    from synapse import backup as backup_module
+
+    def never(*args, **kwargs):
+        raise AssertionError("no tool runs")
+
+    monkeypatch.setattr(backup_module.subprocess, "run", never)
+    database = {"NAME": "synapse", "USER": "synapse", "PASSWORD": "", "HOST": "pgbouncer",
+                "PORT": "6432", "POOLER": "pgbouncer"}
+    archive = tmp_path / "out.dump"
+    with pytest.raises(backup_module.BackupError, match="DATABASE_POOLER unset"):
+        backup_module.backup(database=database, path=archive)
+    assert not archive.exists()
+    archive.write_bytes(b"PGDMP")
+    with pytest.raises(backup_module.BackupError, match="DATABASE_POOLER unset"):
+        backup_module.restore(database=database, path=archive, existing_tables=[])
+
+
 @pytest.mark.django_db
 def test_restore_refuses_a_database_that_already_has_tables(tmp_path):
     archive = tmp_path / "synapse.dump"

@@ -1,7 +1,6 @@
 """Core memory actions: list, store, get, update, delete, recall, health."""
 
 import dataclasses
-import itertools
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection
@@ -47,6 +46,7 @@ from memories.services import (
     memory_update,
 )
 from synapse.api import MIND_PARAMETER, Conflict, page_of
+from synapse.db import reading, streamed
 from synapse.replicas import replica_reads
 
 # The filters that narrow a recall to part of the mind (RecallQuerySerializer).
@@ -175,18 +175,21 @@ class CoreActions:
         as_json = query["format"] == "json"
         limit = recall_module.WHOLE_LIMIT
         if query.get("q"):
-            from memories.search import rank_for_recall
+            from memories.search import rank_for_recall, ranked_then_rest
 
-            ordered = rank_for_recall(mind=mind, memories=memories, query=query["q"])
+            ranked, rest = rank_for_recall(mind=mind, memories=memories, query=query["q"])
             if budget is None:
-                # Up to WHOLE_LIMIT memories are answered whole; past that the rest of the
-                # ranking is streamed after the head already read.
-                head = list(itertools.islice(ordered, limit + 1))
-                if len(head) > limit:
-                    return self._stream_everything(mind, count_recall(memories),
-                                                   itertools.chain(head, ordered),
-                                                   as_json=as_json, path=path)
-                ordered = head
+                # Up to WHOLE_LIMIT memories are answered whole, read in one query; past
+                # that the rest is read again over a cursor and streamed after the ranked,
+                # from the primary (as below).
+                ordered = ranked + list(rest[:max(0, limit + 1 - len(ranked))])
+                if len(ordered) > limit:
+                    return self._stream_everything(
+                        mind, count_recall(memories),
+                        ranked_then_rest(ranked, rest.using(DEFAULT_DB_ALIAS)),
+                        as_json=as_json, path=path)
+            else:
+                ordered = ranked_then_rest(ranked, rest)
         elif budget is None:
             rows = memories.recall_order()
             rows = rows.without_vectors() if as_json else rows
@@ -213,8 +216,12 @@ class CoreActions:
         # A budgeted scan may stop early: the counts say how many it left out, ranked by
         # ``q`` or not.
         totals = count_recall(memories) if budget is not None else None
-        recall = build_recall(mind=mind, memories=ordered, budget=budget, totals=totals,
-                              path=path)
+        # A budgeted scan reads over a cursor, in a transaction (synapse.db) on the
+        # database it reads from (a replica, or the primary); a recall small enough to hold
+        # was read whole above.
+        with reading(ordered, using=memories.db) as rows:
+            recall = build_recall(mind=mind, memories=rows, budget=budget, totals=totals,
+                                  path=path)
         headers = {"X-Recall-Tokens": str(recall.tokens),
                    "X-Recall-Omitted": str(recall.omitted),
                    "X-Recall-Count": str(len(recall.memories))}
@@ -236,14 +243,16 @@ class CoreActions:
     def _stream_everything(mind, totals, ordered, *, as_json: bool, path: str):
         """Without a budget recall shows every memory. Beyond STREAM_CHUNK memories the
         answer is streamed, so a mind of any size is answered in bounded memory; its token
-        count is known only at the end: in the JSON body (last), not in a header."""
+        count is known only at the end: in the JSON body (last), not in a header. It is
+        read in one transaction over a cursor (synapse.db.streamed)."""
         if as_json:
             response = StreamingHttpResponse(
-                stream_recall_json(mind=mind, totals=totals, memories=ordered, path=path),
+                streamed(stream_recall_json(mind=mind, totals=totals, memories=ordered,
+                                            path=path)),
                 content_type="application/json")
         else:
             response = StreamingHttpResponse(
-                stream_text(mind=mind, totals=totals, memories=ordered, path=path),
+                streamed(stream_text(mind=mind, totals=totals, memories=ordered, path=path)),
                 content_type="text/plain; charset=utf-8")
         response["X-Recall-Omitted"] = "0"
         response["X-Recall-Count"] = str(totals.total)

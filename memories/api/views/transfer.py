@@ -23,6 +23,7 @@ from memories.export import BackupInvalid, export_csv, export_json, read_backup
 from memories.sync import Since
 from memories.sync import diff as diff_since
 from synapse.api import MIND_PARAMETER, MindAccess, PlaintextForHumans, WholeMind
+from synapse.db import streamed
 from synapse.parsers import StreamingJSONParser
 
 EXPORT_ANSWERS = {(200, "application/json"): OpenApiTypes.OBJECT,
@@ -75,13 +76,13 @@ class TransferActions:
         reveal, path = self.query["include_credentials"], self.query.get("path", "")
         stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
         if self.query["format"] == "csv":
-            response = StreamingHttpResponse(export_csv(mind=mind, reveal=reveal, path=path),
-                                             content_type="text/csv; charset=utf-8")
-            extension = "csv"
+            body = export_csv(mind=mind, reveal=reveal, path=path)
+            content_type, extension = "text/csv; charset=utf-8", "csv"
         else:
-            response = StreamingHttpResponse(export_json(mind=mind, reveal=reveal, path=path),
-                                             content_type="application/json")
-            extension = "json"
+            body = export_json(mind=mind, reveal=reveal, path=path)
+            content_type, extension = "application/json", "json"
+        # Read in one transaction over cursors, from the first row to the last (synapse.db).
+        response = StreamingHttpResponse(streamed(body), content_type=content_type)
         response["Content-Disposition"] = (
             f'attachment; filename="synapse-{mind.id}-{stamp}.{extension}"')
         return response

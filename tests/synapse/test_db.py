@@ -1,0 +1,119 @@
+"""synapse.db: streams read over cursors inside one transaction (never a WITH HOLD cursor),
+and what DATABASE_POOLER=pgbouncer changes. Against a real PgBouncer:
+tests/synapse/test_pgbouncer.py."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from memories.models import Memory
+from synapse.db.base import _milliseconds
+from tests.security.live import ROOT
+
+
+def declared(queries) -> list[str]:
+    return [query["sql"] for query in queries.captured_queries
+            if query["sql"].startswith("DECLARE")]
+
+
+def consume(response) -> bytes:
+    return b"".join(response.streaming_content) if response.streaming else response.content
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("url", [
+    "/memory/recall", "/memory/recall?format=json", "/memory/recall?path=projects",
+    "/memory/recall?path=projects&format=json", "/memory/recall?q=tea",
+    "/memory/recall?budget=400", "/memory/recall?budget=400&format=json",
+    "/memory/recall?q=tea&budget=400",
+    "/memory/mind-export", "/memory/mind-export?format=csv"])
+def test_every_read_over_a_cursor_runs_inside_one_transaction(agent, remember, monkeypatch,
+                                                              url):
+    """No cursor WITH HOLD: PostgreSQL would copy its whole result aside at the first commit
+    (nothing streamed), and behind PgBouncer the next FETCH could reach another server
+    connection. Each read ends its transaction when it ends."""
+    from memories import recall
+
+    for number in range(6):
+        remember(key=f"tea_{number}", content=f"tea note {number}",
+                 path="projects" if number % 2 else "")
+    monkeypatch.setattr(recall, "WHOLE_LIMIT", 2)
+    monkeypatch.setattr(recall, "STREAM_CHUNK", 2)
+    with CaptureQueriesContext(connection) as queries:
+        response = agent.get(url)
+        body = consume(response)
+    assert response.status_code == 200, body
+    assert b"tea note 5" in body
+    cursors = declared(queries)
+    assert cursors and not any("WITH HOLD" in sql for sql in cursors), cursors
+    assert connection.get_autocommit() and not connection.in_atomic_block
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stream_stopped_early_closes_its_cursor_and_its_transaction(agent, remember,
+                                                                      monkeypatch):
+    from memories import recall
+
+    for number in range(6):
+        remember(key=f"k{number}", content=f"c{number}")
+    monkeypatch.setattr(recall, "WHOLE_LIMIT", 2)
+    monkeypatch.setattr(recall, "STREAM_CHUNK", 2)
+    response = agent.get("/memory/recall")
+    pieces = iter(response.streaming_content)
+    next(pieces)
+    assert connection.in_atomic_block  # the stream's transaction
+    response.close()  # the client went away
+    assert connection.get_autocommit() and not connection.in_atomic_block
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_cursors")
+        assert cursor.fetchone()[0] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_behind_pgbouncer_an_iterator_outside_a_transaction_reads_whole(remember,
+                                                                       monkeypatch):
+    """Code outside Synapse's streams (Django's own commands) still reads correctly behind
+    PgBouncer: without a transaction, no server-side cursor at all."""
+    for number in range(3):
+        remember(key=f"k{number}")
+    everything = Memory.objects.order_by("key")
+
+    def read() -> tuple[list[str], list[str]]:
+        with CaptureQueriesContext(connection) as queries:
+            keys = [memory.key for memory in everything.iterator(chunk_size=1)]
+        return keys, declared(queries)
+
+    keys, cursors = read()
+    assert keys == ["k0", "k1", "k2"] and "WITH HOLD" in cursors[0]  # Django, directly
+    monkeypatch.setitem(connection.settings_dict, "POOLER", "pgbouncer")
+    assert read() == (["k0", "k1", "k2"], [])
+    with transaction.atomic():
+        keys, cursors = read()
+    assert keys == ["k0", "k1", "k2"] and "WITH HOLD" not in cursors[0]
+
+
+def test_a_shown_timeout_in_milliseconds():
+    assert [_milliseconds(shown) for shown in ("0", "1500ms", "30s", "2min", "1h")] == \
+        [0, 1500, 30_000, 120_000, 3_600_000]
+
+
+def setting(expression: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c",
+         f"from django.conf import settings; print(settings.{expression})"],
+        cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+
+
+def test_database_pooler_pgbouncer_sends_no_startup_options_and_others_are_refused():
+    direct = setting("DATABASES['default']['OPTIONS']", DATABASE_STATEMENT_TIMEOUT_MS="1234")
+    assert direct.stdout.strip().splitlines()[-1] == \
+        "{'options': '-c statement_timeout=1234'}", direct.stderr
+    pooled = setting("DATABASES['default']['OPTIONS']", DATABASE_POOLER="pgbouncer")
+    assert pooled.stdout.strip().splitlines()[-1] == "{}", pooled.stderr
+    refused = setting("DATABASES", DATABASE_POOLER="pgpool")
+    assert refused.returncode != 0
+    assert "DATABASE_POOLER must be empty (a direct connection) or pgbouncer" in refused.stderr
