@@ -175,11 +175,15 @@ def test_a_standby_that_goes_down_is_not_read_from(replicated):
 
 
 def test_a_standby_that_does_not_answer_is_not_read_from(replicated):
-    """Last in this module, with the test above: the standby is down from the start."""
+    """Last in this module, with the test above: the standby is down from the start.
+
+    Self-contained: pytest-xdist may run it in another process than the test above, with a
+    module fixture of its own."""
     replicated.stop_standby()  # if the test above did not run in this process
     server = replicated.server()
     try:
-        answers = seen(server, replicated.reader_key, "zqstandbydown")
+        store(server, replicated.live.key, "zqneverup")
+        answers = seen(server, replicated.reader_key, "zqneverup")
         assert answers == dict.fromkeys(EVERY_READ, True)
         assert "read replica replica1 does not answer (OperationalError): reads go to " \
             "the primary" in server.output()
