@@ -55,8 +55,23 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.xdist_group(fixture))
 
 
+class _GroupIds:
+    @pytest.hookimpl(trylast=True)  # after xdist named the groups
+    def pytest_collection_modifyitems(self, config, items):
+        """pytest-xdist 3.8 names an item's group by setting ``item._nodeid``, which
+        pytest 9 no longer reads (the id lives in ``item._id``): without this,
+        ``--dist loadgroup`` spreads a group over every worker."""
+        from _pytest.nodeid import coerce_node_id
+
+        for item in items:
+            named = getattr(item, "_nodeid", None)
+            if named and named != item.nodeid:
+                item._id = coerce_node_id(named)
+
+
 @pytest.hookimpl(trylast=True)  # after pytest-django has configured Django
 def pytest_configure(config):
+    config.pluginmanager.register(_GroupIds(), "synapse-xdist-group-ids")
     """Passwords hashed with 1,000 PBKDF2 iterations instead of 1,000,000: each test user
     cost ~1 s of CPU otherwise. The iteration count travels inside the hash, so a server
     process with the production hashers still verifies these passwords."""
