@@ -35,16 +35,15 @@ def when_ready(server):
     import django
 
     django.setup()
-    from django.conf import settings
-
-    if not settings.SYNAPSE["PRELOAD_MODEL"]:
-        return
-    from memories.embeddings import get_model
+    from django.apps import apps
 
     try:
-        get_model()
+        apps.get_app_config("memories").preload_model()
     except Exception as error:  # the web workers still serve everything but the model
         server.log.warning("embedding model not preloaded: %s", error)
+    from django.db import connections
+
+    connections.close_all()  # no connection of the master's crosses the fork
 
 
 def child_exit(server, worker):
