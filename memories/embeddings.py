@@ -230,7 +230,7 @@ def queue_state() -> metrics.QueueState:
     """The whole queue, for ``GET /metrics``: every mind's memories marked pending by a
     write, counted with the age of the oldest, in one scan of the partial index
     ``memory_embedding_pending`` (it grows with the queue, not with the table). A re-embed
-    after a model change is left out: finding those memories reads every row."""
+    after a model change counts once the worker's sweep (``mark_stale``) has marked it."""
     waiting = (Memory.objects.alive().exclude(category=Category.CREDENTIALS)
                .filter(embedding_pending=True)
                .aggregate(count=Count("id"), oldest=Min("updated_at")))
