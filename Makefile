@@ -8,7 +8,8 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install system-deps run serve worker test lint fuzz properties bench stop clean typescript
+.PHONY: install system-deps run serve worker test lint fuzz properties bench stop clean typescript \
+	bench-1m
 
 # torch goes first, pinned to 2.13.0 (the CPU wheel on our machines); the constraints
 # file keeps sentence-transformers from ever pulling a multi-GB CUDA build.
@@ -85,6 +86,32 @@ fuzz: install
 # SYNAPSE_URL and SYNAPSE_MIND_KEY; make test runs them against a server it starts).
 typescript:
 	cd clients/typescript && npm ci && npm test
+
+# The scale benchmarks (issue 17; bench/results/scale.md): bench/core.py, bench/search.py
+# and bench/load.py at each size of BENCH_SIZES, with a tenth of the memories in the
+# measured mind (10,000 of 100,000; 100,000 of 1,000,000). Hours on a 2-core machine, and
+# heavy on disk (the 1M cluster with its HNSW index): never part of `make test` or CI.
+# Each run's reports go to BENCH_OUT/<size>/. A quick check of the target itself:
+#   make bench-1m BENCH_SIZES=3000 BENCH_EMBEDDED=100 BENCH_REQUESTS=20 BENCH_QUERIES=10 \
+#        BENCH_RATES=2 BENCH_SECONDS=3 BENCH_OUT=/tmp/bench-check
+BENCH_SIZES ?= 100000 1000000
+BENCH_OUT ?= bench/results/scale
+BENCH_EMBEDDED ?= 1000
+BENCH_REQUESTS ?= 500
+BENCH_QUERIES ?= 200
+BENCH_RATES ?= 5,10,20,30,40,60,80
+BENCH_SECONDS ?= 20
+bench-1m: install
+	@set -e; for total in $(BENCH_SIZES); do \
+		mind=$$((total / 10)); out="$(BENCH_OUT)/$$total"; mkdir -p "$$out"; \
+		echo "== $$total memories, $$mind in the measured mind → $$out"; \
+		$(BIN)/python bench/core.py --total $$total --mind $$mind \
+			--requests $(BENCH_REQUESTS) --output "$$out/core.md"; \
+		$(BIN)/python bench/search.py --total $$total --mind $$mind \
+			--embedded $(BENCH_EMBEDDED) --queries $(BENCH_QUERIES) --out "$$out/search.md"; \
+		$(BIN)/python bench/load.py --memories $$total --minds 100 \
+			--rates $(BENCH_RATES) --seconds $(BENCH_SECONDS) --output "$$out/load.md"; \
+	done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .import_linter_cache \

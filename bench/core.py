@@ -1,7 +1,8 @@
 """Core API benchmark: store, upsert, get, list and recall over real HTTP, beside the raw
 SQL each endpoint issues, in the same run.
 
-    .venv/bin/python bench/core.py [--requests 500] [--keep-data]
+    .venv/bin/python bench/core.py [--requests 500] [--keep-data] [--total 100000]
+                                   [--mind 10000]
 
 A mind of 10,000 memories among 100,000 (90,000 in 99 other minds), a mind of 1,000 for
 recall; gunicorn with the production configuration (synapse/gunicorn_conf.py, 2 workers).
@@ -98,6 +99,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=500)
     parser.add_argument("--keep-data", action="store_true")
+    parser.add_argument("--total", type=int, default=100_000,
+                        help="memories in all (the big mind, the 1,000 one, 89 others)")
+    parser.add_argument("--mind", type=int, default=10_000, help="memories of the big mind")
     parser.add_argument("--output", default=str(ROOT / "bench/results/core.md"))
     args = parser.parse_args()
 
@@ -114,12 +118,14 @@ def main() -> None:
     owner = get_user_model().objects.create_user("bench", password=uuid.uuid4().hex)
     big = mind_create(owner=owner, name="Bench 10k")
     small = mind_create(owner=owner, name="Bench 1k")
-    print("filling 100,000 memories …", flush=True)
-    fill(big, 10_000, rng, episodes=2_000)
+    print(f"filling {args.total:,} memories …", flush=True)
+    fill(big, args.mind, rng, episodes=2_000)
     fill(small, 1_000, rng)
     for number in range(89):
-        fill(mind_create(owner=owner, name=f"Other {number}"), 1_000, rng)
+        fill(mind_create(owner=owner, name=f"Other {number}"),
+             max(0, args.total - args.mind - 1_000) // 89, rng)
     with connection.cursor() as cursor:
+        cursor.execute("SET statement_timeout = 0")  # loading is no request
         cursor.execute("VACUUM ANALYZE memories_memory")
     _big_key, big_plain = key_issue(mind=big, name="bench")
     _small_key, small_plain = key_issue(mind=small, name="bench")
@@ -295,7 +301,8 @@ def main() -> None:
         "# Core API benchmark", "",
         f"Machine: {machine_line()}. Server: gunicorn, synapse/gunicorn_conf.py, 2 workers, "
         "embedded PostgreSQL 18 over a Unix socket.",
-        "Data: a mind of 10,000 memories among 100,000 (90,000 in other minds), spread over "
+        f"Data: a mind of {args.mind:,} memories among {args.total:,} "
+        f"({args.total - args.mind:,} in other minds), spread over "
         "paths (projects/p0 … p8 with three sub-paths each, a tenth at the root), plus a "
         "timeline of 2,000 episodes (ten per moment); recall of a 1,000-memory mind. "
         "`path=projects/p3` selects about a tenth of the big mind. "

@@ -21,7 +21,10 @@ and N embedding workers run on the one database, and the client sends the reques
 nodes in turn (round robin), as a load balancer would (docs/scaling.md, "Many web nodes").
 
 Each rate runs ``--seconds``; the report gives p50/p95/p99/max and the error rate per
-rate, and the highest rate with p99 ≤ 100 ms and no errors. Rate limits stay at their
+rate, and the highest rate with p99 ≤ 100 ms and no errors. For each rate it also gives
+where the machine's CPU went (from /proc: user + system time of each process tree over
+the rate's window, as a share of all cores): the web workers, the embedding worker(s),
+PostgreSQL, and the load generator itself. Rate limits stay at their
 production defaults (100 minds, one key each, stay far below them). The load generator
 runs on the same machine as the server and takes its share of the cores.
 """
@@ -120,10 +123,17 @@ def fill(*, memories: int, minds: int, seed: int = 7) -> list[str]:
     with connection.cursor() as cursor:
         cursor.execute("CREATE INDEX memory_embedding_hnsw ON memories_memory USING hnsw "
                        "(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
+        indexed = time.monotonic() - started - loaded
         cursor.execute("VACUUM ANALYZE memories_memory")
+        cursor.execute("SELECT pg_relation_size('memory_embedding_hnsw'), "
+                       "pg_total_relation_size('memories_memory')")
+        index_bytes, table_bytes = cursor.fetchone()
     print(f"loaded {Memory.objects.count()} memories in {loaded:.0f}s, "
-          f"indexed in {time.monotonic() - started - loaded:.0f}s", flush=True)
-    return keys
+          f"indexed in {indexed:.0f}s", flush=True)
+    return keys, (f"Loading took {loaded:.0f} s; the HNSW index (m=16, ef_construction=64) "
+                  f"was built in {indexed:.0f} s and is {index_bytes / 2**20:,.0f} MiB "
+                  f"(the memories table with all its indexes and TOAST: "
+                  f"{table_bytes / 2**20:,.0f} MiB).")
 
 
 async def run_rate(urls: list[str], keys: list[str], rate: float, seconds: float,
@@ -175,6 +185,99 @@ async def run_rate(urls: list[str], keys: list[str], rate: float, seconds: float
     return summarise(rate, samples)
 
 
+class CpuMeter:
+    """CPU seconds (user + system, from /proc) of process groups, between two readings."""
+
+    def __init__(self, groups: dict[str, list[int]]):
+        self.groups = groups  # name → root pids; each root counts with its descendants
+        self.ticks = os.sysconf("SC_CLK_TCK")
+
+    @staticmethod
+    def _processes() -> dict[int, tuple[int, int]]:
+        """pid → (parent pid, user + system ticks) of every process."""
+        table = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # exited meanwhile
+            table[int(entry.name)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
+        return table
+
+    def read(self) -> dict[str, float]:
+        table = self._processes()
+        children: dict[int, list[int]] = {}
+        for pid, (parent, _ticks) in table.items():
+            children.setdefault(parent, []).append(pid)
+        seconds = {}
+        for name, roots in self.groups.items():
+            total, stack = 0, [root for root in roots if root in table]
+            while stack:
+                pid = stack.pop()
+                total += table[pid][1]
+                stack += children.get(pid, [])
+            seconds[name] = total / self.ticks
+        times = os.times()
+        seconds["load generator"] = times.user + times.system
+        return seconds
+
+
+def cpu_shares(before: dict, after: dict, wall: float) -> dict[str, float]:
+    """Each group's share of the machine (all cores) between two readings."""
+    capacity = wall * (os.cpu_count() or 1)
+    return {name: (after[name] - before[name]) / capacity for name in after}
+
+
+def postmaster_pid(data_dir: str) -> int | None:
+    """The embedded cluster's postmaster (its backends are its children)."""
+    try:
+        return int((Path(data_dir) / "pgdata" / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def memory_mib(pid: int) -> tuple[float, float]:
+    """(PSS, RSS) of one process in MiB: PSS shares each page among the processes that map
+    it (the model's weights, loaded before gunicorn forks, count once across workers)."""
+    values = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("Pss", "Rss"):
+            values[name] = int(rest.split()[0]) / 1024
+    return values.get("Pss", 0.0), values.get("Rss", 0.0)
+
+
+def memory_line(servers, workers) -> str:
+    """Memory of each web worker (after warm-up: model loaded, connections open) and of
+    the embedding worker(s)."""
+    web = [memory_mib(int(entry.name)) for server in servers
+           for entry in Path("/proc").iterdir() if entry.name.isdigit()
+           and _parent(int(entry.name)) == server.process.pid]
+    embed = [memory_mib(worker.pid) for worker in workers]
+    if not web:
+        return ""
+
+    def mean(values):
+        return sum(values) / len(values)
+
+    return (f"Memory after warm-up: each web worker PSS {mean([p for p, _ in web]):.0f} MiB "
+            f"(RSS {mean([r for _, r in web]):.0f} MiB; {len(web)} workers, gunicorn master "
+            "not counted); the embedding worker PSS "
+            f"{mean([p for p, _ in embed]):.0f} MiB (RSS {mean([r for _, r in embed]):.0f} MiB).")
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+CPU_GROUPS = ("web", "embedding worker", "PostgreSQL", "load generator")
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
@@ -206,15 +309,22 @@ def report(rows: list[dict], args, setup: str) -> str:
              "request's scheduled time (queueing included). Mix: 40 % recall (budget=2000), "
              "30 % search (hybrid), 30 % store.", "",
              "| rate req/s | requests | p50 ms | p95 ms | p99 ms | max ms | errors | "
-             "p99 recall / search / store ms |", "|---|---|---|---|---|---|---|---|"]
+             "p99 recall / search / store ms | CPU % web / embedding worker / PostgreSQL / "
+             "load generator |", "|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         kinds = " / ".join(f"{row['p99_by_kind'].get(k, 0):.0f}"
                            for k in ("recall", "search", "store"))
         errors = f"{row['errors']}" + (f" ({', '.join(row['error_kinds'])})"
                                        if row["errors"] else "")
+        cpu = " / ".join(f"{row['cpu'][group]:.0%}" for group in CPU_GROUPS) \
+            if row.get("cpu") else "–"
         lines.append(f"| {row['rate']:g} | {row['n']} | {row['p50']:.1f} | {row['p95']:.1f} | "
-                     f"{row['p99']:.1f} | {row['max']:.0f} | {errors} | {kinds} |")
-    lines += ["", "**Highest rate with p99 ≤ 100 ms and zero errors: "
+                     f"{row['p99']:.1f} | {row['max']:.0f} | {errors} | {kinds} | {cpu} |")
+    lines += ["", "CPU %: user + system time of each process tree during the rate's window, "
+              f"as a share of all {os.cpu_count()} cores (100 % = every core busy); the "
+              "embedding worker runs at the niceness and thread bound of docs/scaling.md "
+              "(\"The embedding worker\").", "",
+              "**Highest rate with p99 ≤ 100 ms and zero errors: "
               + (f"{best:g} req/s**" if best else "none of the rates tried**"), ""]
     return "\n".join(lines)
 
@@ -237,13 +347,12 @@ def main() -> None:
                         help="gunicorn instances (and embedding workers) on the one database")
     parser.add_argument("--keep", action="store_true", help="keep the data folder")
     parser.add_argument("--no-write", action="store_true", help="print, do not write results")
+    parser.add_argument("--output", default=str(RESULTS), help="where the report goes")
     args = parser.parse_args()
 
     data_dir = setup_django()
     os.environ.update(PRODUCTION_RATES)
-    started = time.monotonic()
-    keys = fill(memories=args.memories, minds=args.minds)
-    setup = f"Loading and indexing took {time.monotonic() - started:.0f} s."
+    keys, setup = fill(memories=args.memories, minds=args.minds)
     workers = [subprocess.Popen([sys.executable, "manage.py", "embed_worker"], cwd=ROOT,
                                 env=os.environ.copy(), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL) for _ in range(args.nodes)]
@@ -271,9 +380,15 @@ def main() -> None:
             httpx.get(url + "/memory/recall", params={"budget": 2000},
                       headers={"Authorization": f"Bearer {keys[index % len(keys)]}"},
                       timeout=120)
+        setup += " " + memory_line(servers, workers)
         urls = [server.url for server in servers]
+        meter = CpuMeter({"web": [server.process.pid for server in servers],
+                          "embedding worker": [worker.pid for worker in workers],
+                          "PostgreSQL": [pid for pid in [postmaster_pid(data_dir)] if pid]})
         for index, rate in enumerate(float(r) for r in args.rates.split(",")):
+            before, started = meter.read(), time.monotonic()
             row = asyncio.run(run_rate(urls, keys, rate, args.seconds, hybrid, index))
+            row["cpu"] = cpu_shares(before, meter.read(), time.monotonic() - started)
             rows.append(row)
             print(row, flush=True)
             if row["p99"] > 2000 and index > 0:
@@ -288,7 +403,7 @@ def main() -> None:
     text = report(rows, args, setup)
     print(text)
     if not args.no_write:
-        RESULTS.write_text(text, encoding="utf-8")
+        Path(args.output).write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

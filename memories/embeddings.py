@@ -12,7 +12,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Min, Q
 from django.utils import timezone
 
@@ -98,15 +98,63 @@ def embed_query(text: str) -> list[float]:
 
 
 def pending_memories(mind: Mind | None = None):
-    """Memories that need a (current) embedding.
-
-    A memory embedded by another model than the configured one counts as pending too, so
-    changing the model re-embeds everything over time. ``credentials`` memories are never
-    embedded.
-    """
+    """Memories that need a (current) embedding: marked by a write, or embedded by another
+    model than the configured one (changing the model re-embeds everything over time).
+    ``credentials`` memories are never embedded. What status and health count; the worker
+    claims from the marked ones only (``claimable``, ``mark_stale``)."""
     memories = (Memory.objects.for_mind(mind) if mind is not None else Memory.objects.all())
     return memories.alive().exclude(category=Category.CREDENTIALS).filter(
         Q(embedding_pending=True) | ~Q(embedding_model=model_name()))
+
+
+def claimable(mind: Mind | None = None):
+    """What ``embed_batch`` claims from. Across every mind: the memories marked
+    ``embedding_pending``, found through the partial index ``memory_embedding_pending`` (it
+    grows with the queue, not with the table; ``embedding_model <> current`` would read
+    every row on every claim). Memories embedded by another model join them through
+    ``mark_stale``. Within one mind (``POST /memory/embed-batch``), everything
+    ``pending_memories`` counts: that reads the mind's own rows only."""
+    if mind is not None:
+        return pending_memories(mind)
+    return Memory.objects.alive().exclude(category=Category.CREDENTIALS).filter(
+        embedding_pending=True)
+
+
+def mark_stale(*, chunk: int = 10_000) -> int:
+    """Mark ``embedding_pending`` every memory embedded by another model than the configured
+    one (after a change of ``SYNAPSE_EMBEDDING_MODEL``), so the worker's claim finds them;
+    return how many. One walk over the primary key in ranges of ``chunk`` memories, each
+    range its own short statement: the cost grows with the table, once per sweep, never
+    per claim. ``manage.py embed_worker`` sweeps when it starts and then every
+    ``SYNAPSE_EMBED_SWEEP_SECONDS`` (a memory an older worker embedded with the old model
+    during a rolling upgrade, or restored from the trash, is found by the next sweep).
+    The mark changes no version and no sync cursor."""
+    stale = (Memory.objects.alive().exclude(category=Category.CREDENTIALS)
+             .filter(embedding_pending=False).exclude(embedding_model=model_name()))
+    marked, after = 0, None
+    while True:
+        ids = Memory.objects.order_by("id").values_list("id", flat=True)
+        in_range = stale
+        if after is not None:
+            ids, in_range = ids.filter(id__gt=after), stale.filter(id__gt=after)
+        last = next(iter(ids[chunk - 1:chunk]), None)
+        if last is None:
+            return marked + in_range.update(embedding_pending=True)
+        marked += in_range.filter(id__lte=last).update(embedding_pending=True)
+        after = last
+
+
+def _write_vectors(ids: list[str], vectors, name: str) -> None:
+    """One UPDATE for the whole batch: the vectors travel as one array parameter, in
+    pgvector's text form (the ORM's ``bulk_update`` builds a CASE over every row)."""
+    field = Memory._meta.get_field("embedding")
+    texts = [field.get_db_prep_value(vector, connection) for vector in vectors]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE memories_memory AS m SET embedding = v.embedding::vector, "
+            "embedding_model = %s, embedding_pending = false "
+            "FROM unnest(%s::text[], %s::text[]) AS v(id, embedding) WHERE m.id = v.id",
+            [name, ids, texts])
 
 
 def embed_batch(*, limit: int, mind: Mind | None = None) -> int:
@@ -115,26 +163,38 @@ def embed_batch(*, limit: int, mind: Mind | None = None) -> int:
     ``manage.py embed_worker`` calls this in a loop. Claiming with ``FOR UPDATE SKIP
     LOCKED`` means several workers on one database never embed the same memory twice.
     The rows stay locked (SKIP LOCKED for other workers) while the model runs, so a
-    concurrent edit waits for this batch and then marks the row pending again.
+    concurrent edit waits for this batch and then marks the row pending again. The model
+    reads the claimed texts in one call, in chunks of ``SYNAPSE_EMBED_BATCH_SIZE`` sorted
+    by length (sentence-transformers does), so a claim larger than a chunk pads less.
     """
     started = time.monotonic()
     with transaction.atomic():
-        claimed = list(pending_memories(mind).select_for_update(skip_locked=True)
+        claimed = list(claimable(mind).select_for_update(skip_locked=True)
                        .order_by("updated_at").only("id", "key", "tags", "content",
                                                     "category", "memory_type",
                                                     "occurred_at")[:limit])
         if not claimed:
             return 0
         vectors = embed_texts([embedding_text(memory) for memory in claimed])
-        name = model_name()
-        for memory, vector in zip(claimed, vectors, strict=True):
-            memory.embedding = vector
-            memory.embedding_model = name
-            memory.embedding_pending = False
-        Memory.objects.bulk_update(claimed, ["embedding", "embedding_model",
-                                             "embedding_pending"])
+        _write_vectors([memory.id for memory in claimed], vectors, model_name())
     metrics.observe_batch(len(claimed), time.monotonic() - started)
     return len(claimed)
+
+
+def limit_worker_cpu() -> tuple[int, int]:
+    """Make this process a good neighbour of the web workers on its machine: niceness
+    ``SYNAPSE_EMBED_NICE`` (raised to it, never lowered: a process started at a higher
+    niceness keeps it) and at most ``SYNAPSE_EMBED_THREADS`` threads for the model (torch's
+    and the tokenizer's). Call before the model's first use; returns (niceness, threads)."""
+    niceness = os.nice(0)
+    if settings.SYNAPSE["EMBED_NICE"] > niceness:
+        niceness = os.nice(settings.SYNAPSE["EMBED_NICE"] - niceness)
+    threads = max(1, settings.SYNAPSE["EMBED_THREADS"])
+    os.environ["RAYON_NUM_THREADS"] = str(threads)  # the fast tokenizer's pool
+    import torch
+
+    torch.set_num_threads(threads)
+    return niceness, torch.get_num_threads()
 
 
 def note_worker_alive(*, seconds: float) -> None:
@@ -170,7 +230,7 @@ def queue_state() -> metrics.QueueState:
     """The whole queue, for ``GET /metrics``: every mind's memories marked pending by a
     write, counted with the age of the oldest, in one scan of the partial index
     ``memory_embedding_pending`` (it grows with the queue, not with the table). A re-embed
-    after a model change is left out: finding those memories reads every row."""
+    after a model change counts once the worker's sweep (``mark_stale``) has marked it."""
     waiting = (Memory.objects.alive().exclude(category=Category.CREDENTIALS)
                .filter(embedding_pending=True)
                .aggregate(count=Count("id"), oldest=Min("updated_at")))

@@ -25,6 +25,27 @@ graceful_timeout = 20
 wsgi_app = "synapse.asgi:application"
 
 
+def when_ready(server):
+    """Load the embedding model once, in the master, before any worker starts: every worker
+    is forked with it (its weights shared copy-on-write, not one copy per worker), and no
+    request waits for it (``SYNAPSE_PRELOAD_MODEL=false`` loads it in each worker on the
+    first query instead). Nothing has run the model yet, so no thread pool crosses the fork.
+    A model that cannot load is logged here and raises again where a query needs it."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synapse.settings")
+    import django
+
+    django.setup()
+    from django.apps import apps
+
+    try:
+        apps.get_app_config("memories").preload_model()
+    except Exception as error:  # the web workers still serve everything but the model
+        server.log.warning("embedding model not preloaded: %s", error)
+    from django.db import connections
+
+    connections.close_all()  # no connection of the master's crosses the fork
+
+
 def child_exit(server, worker):
     """A worker that exited stops counting in prometheus-client's multiprocess live gauges
     (docs/scaling.md, "Metrics"); its counters stay in the sums."""

@@ -104,7 +104,12 @@ def test_two_workers_never_embed_the_same_memory_twice(model, remember, alice_mi
 
 @pytest.mark.django_db(transaction=True)  # the command manages its own connections
 def test_the_worker_command_embeds_everything_pending_and_exits_with_once(model, remember,
-                                                                          alice_mind):
+                                                                          alice_mind, settings):
+    # In this process: keep its niceness and torch threads (tests/memories/test_embed_worker).
+    import torch
+
+    settings.SYNAPSE = {**settings.SYNAPSE, "EMBED_NICE": 0,
+                        "EMBED_THREADS": torch.get_num_threads()}
     for number in range(5):
         remember(key=f"note_{number}", content=f"Note {number}")
     call_command("embed_worker", "--once", "--batch-size", "2", stdout=open("/dev/null", "w"))  # noqa: SIM115

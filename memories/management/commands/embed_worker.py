@@ -1,6 +1,8 @@
 """``manage.py embed_worker``: embed marked memories, re-index minds whose text-search
 language changed (memories.text_search) and rebuild queued episode contexts
-(memories.context), in batches until stopped."""
+(memories.context), in batches until stopped. At a lower CPU priority and with a bounded
+number of model threads, so it never starves the web workers of its machine
+(docs/scaling.md, "The embedding worker")."""
 
 import logging
 import signal
@@ -11,7 +13,13 @@ from django.core.management.base import BaseCommand
 from django.db import DatabaseError, close_old_connections
 
 from memories.context import rebuild_contexts
-from memories.embeddings import embed_batch, get_model, note_worker_alive
+from memories.embeddings import (
+    embed_batch,
+    get_model,
+    limit_worker_cpu,
+    mark_stale,
+    note_worker_alive,
+)
 from memories.text_search import reindex_memories
 
 logger = logging.getLogger("synapse.embeddings")
@@ -23,7 +31,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--batch-size", type=int,
-                            default=settings.SYNAPSE["EMBED_BATCH_SIZE"])
+                            default=settings.SYNAPSE["EMBED_CLAIM_SIZE"],
+                            help="memories claimed and embedded per transaction")
         parser.add_argument("--idle-sleep", type=float, default=1.0,
                             help="seconds to wait when nothing is pending")
         parser.add_argument("--once", action="store_true",
@@ -33,12 +42,21 @@ class Command(BaseCommand):
         self._stopping = False
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
+        niceness, threads = limit_worker_cpu()
         get_model()
-        total = 0
+        logger.info("embedding worker at niceness %d with %d model threads, %d per claim",
+                    niceness, threads, batch_size)
+        total, next_sweep = 0, 0.0
         while not self._stopping:
             close_old_connections()
             try:
                 note_worker_alive(seconds=max(30.0, 3 * idle_sleep))
+                if time.monotonic() >= next_sweep:
+                    # Memories embedded by another model join the claimable queue.
+                    stale = mark_stale()
+                    next_sweep = time.monotonic() + settings.SYNAPSE["EMBED_SWEEP_SECONDS"]
+                    if stale:
+                        logger.info("%d memories embedded by another model queued", stale)
                 # Re-indexing and contexts first: one statement for many memories, far
                 # cheaper than the model, so an episode's neighbours are searchable before
                 # its vector is (a re-index queues the contexts it changes).
