@@ -125,7 +125,8 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
         sql, term_params = term.tsquery_sql()
         term_columns.append(f"{sql} AS t{position}")
         params += term_params
-    any_sql = " || ".join(f"q.t{position}" for position in range(len(unique_terms)))
+    positions = range(len(unique_terms))
+    any_sql = " || ".join(f"q.t{position}" for position in positions)
     document = "memories_memory.search_vector"
     found = f"memories_memory.search_vector @@ ({any_sql})"
     joined = ""
@@ -136,52 +137,68 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
                   "memories_memory.context_vector, ''::tsvector) AS document OFFSET 0) d")
         document = "d.document"
         found = f"({found} OR memories_memory.context_vector @@ ({any_sql}))"
-    flags = ", ".join(f"{document} @@ q.t{position} AS m{position}, "
-                      f"ts_rank('{RANK_WEIGHTS}', {document}, q.t{position}, "
-                      f"{RANK_NORMALIZATION}) AS r{position}"
-                      for position in range(len(unique_terms)))
-    all_sql = " AND ".join("(" + " OR ".join(f"c.m{index[term]}" for term in clause) + ")"
+    flags = ", ".join(f"{document} @@ q.t{position} AS m{position}" for position in positions)
+    all_sql = " AND ".join("(" + " OR ".join(f"m.m{index[term]}" for term in clause) + ")"
                            for clause in clauses)
     exclusion, exclusion_params = "", []
     if excluded:
         excluded_sql, exclusion_params = _or_sql(excluded)
         exclusion = f"AND NOT (memories_memory.search_vector @@ {excluded_sql})"
-    document_counts = ", ".join(f"count(*) FILTER (WHERE c.m{position}) OVER () AS d{position}"
-                                for position in range(len(unique_terms)))
+    document_counts = ", ".join(f"count(*) FILTER (WHERE c.m{position}) AS d{position}"
+                                for position in positions)
     # BM25-style: idf from how many memories of this (filtered) set hold the word; the
     # per-word ts_rank (weights, frequency) saturates like BM25's tf part.
     score = " + ".join(
-        f"CASE WHEN s.m{p} THEN ln(1 + (s.n - s.d{p} + 0.5) / (s.d{p} + 0.5)) "
-        f"* (s.r{p} / (s.r{p} + {TERM_SATURATION})) ELSE 0 END"
-        for p in range(len(unique_terms)))
-    # Explicit syntax is strict; a plain list of words falls back to partial matches.
+        f"CASE WHEN c.m{p} THEN ln(1 + (n.n - n.d{p} + 0.5) / (n.d{p} + 0.5)) "
+        f"* (r.r{p} / (r.r{p} + {TERM_SATURATION})) ELSE 0 END"
+        for p in positions)
+    ranks = ", ".join(f"ts_rank('{RANK_WEIGHTS}', c.document, q.t{position}, "
+                      f"{RANK_NORMALIZATION}) AS r{position}" for position in positions)
+    # Explicit syntax is strict; a plain list of words falls back to partial matches:
+    # ranked after the full ones (partial), or only when nothing matches every clause.
     if partial and not parsed.explicit:
-        only_all = ""
+        partial_when, partial_params = "n.full_count < %s", [limit]
     elif parsed.explicit or len(clauses) == 1:
-        only_all = "WHERE s.all_match"
+        partial_when, partial_params = "FALSE", []
     else:
-        only_all = "WHERE s.all_match OR NOT s.any_all"
-    # Only fragments built here are formatted in; the user's text travels as parameters.
+        partial_when, partial_params = "n.full_count = 0", []
+    # Two passes over the memories matching any word: the first only tests which words each
+    # holds (counts for the idf, which rows match every clause); ts_rank, the costly part,
+    # then runs only for the rows that can make the page: the full matches, and the partial
+    # ones only when they may be shown (the second branch's one-time filter skips them
+    # otherwise). Only fragments built here are formatted in; the user's text travels as
+    # parameters.
+    branch = f"""
+            SELECT c.id, ({score}) AS score, c.all_match
+            FROM c CROSS JOIN n CROSS JOIN q
+            CROSS JOIN LATERAL (SELECT {ranks}) r
+            WHERE CONDITION
+            ORDER BY score DESC, c.id
+            LIMIT %s"""  # noqa: S608
     sql = f"""
         WITH q AS (SELECT {', '.join(term_columns)}),
-        c AS (
-            SELECT memories_memory.id, {flags}
-            FROM memories_memory CROSS JOIN q {joined}
-            WHERE {where} AND {found} {exclusion}
+        c AS MATERIALIZED (
+            SELECT m.*, ({all_sql}) AS all_match FROM (
+                SELECT memories_memory.id, {document} AS document, {flags}
+                FROM memories_memory CROSS JOIN q {joined}
+                WHERE {where} AND {found} {exclusion}
+            ) m
         ),
-        s AS (
-            SELECT c.*, ({all_sql}) AS all_match,
-                   bool_or({all_sql}) OVER () AS any_all,
-                   (SELECT count(*) FROM memories_memory WHERE {where})::float AS n,
-                   {document_counts}
+        n AS MATERIALIZED (
+            SELECT count(*) FILTER (WHERE c.all_match) AS full_count, {document_counts},
+                   (SELECT count(*) FROM memories_memory WHERE {where})::float AS n
             FROM c
         )
-        SELECT s.id, ({score}) AS score, s.all_match, s.any_all FROM s
-        {only_all}
-        ORDER BY s.all_match DESC, score DESC, s.id
+        SELECT ranked.id, ranked.score, ranked.all_match, n.full_count > 0 FROM (
+            ({branch.replace("CONDITION", "c.all_match")})
+            UNION ALL
+            ({branch.replace("CONDITION", f"NOT c.all_match AND {partial_when}")})
+        ) ranked CROSS JOIN n
+        ORDER BY ranked.all_match DESC, ranked.score DESC, ranked.id
         LIMIT %s
     """  # noqa: S608
-    all_params = params + where_params + exclusion_params + where_params + [limit]
+    all_params = (params + where_params + exclusion_params + where_params + [limit]
+                  + partial_params + [limit, limit])
     with connections[memories.db].cursor() as cursor:
         cursor.execute(sql, all_params)
         rows = cursor.fetchall()
