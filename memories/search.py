@@ -1,10 +1,13 @@
 """Search: keyword ranking, semantic and hybrid search of parsed queries (docs/search.md)."""
 
 import html
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import Case, FloatField, Q, QuerySet, When
 from django.db.models.expressions import RawSQL
@@ -38,6 +41,56 @@ SEMANTIC_EF_SEARCH = 100
 _MARK_START, _MARK_END = "\ue000", "\ue001"
 _HEADLINE_OPTIONS = (f"StartSel={_MARK_START}, StopSel={_MARK_END}, MaxWords=30, MinWords=12, "
                      "MaxFragments=2, FragmentDelimiter=\" … \"")
+
+
+# How many query embeddings each process keeps (least recently used dropped first): 1.5 kB
+# each as float32, so 1.5 MB at most.
+QUERY_EMBEDDING_CACHE_SIZE = 1024
+
+
+# -- Query embeddings --------------------------------------------------------------------
+
+class QueryEmbeddingCache:
+    """The last ``size`` query embeddings of this process, keyed by model and exact text:
+    an agent asking the same question again (or a hybrid search after a semantic one)
+    skips the model. Thread-safe; vectors are kept as float32, the model's own precision,
+    so a cached vector equals a fresh one."""
+
+    def __init__(self, size: int = QUERY_EMBEDDING_CACHE_SIZE):
+        self.size = size
+        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._vectors.clear()
+
+    def get(self, text: str) -> list[float]:
+        key = (model_name(), text)
+        with self._lock:
+            vector = self._vectors.get(key)
+            if vector is not None:
+                self._vectors.move_to_end(key)
+                return vector.tolist()
+        fresh = embed_query(text)  # outside the lock: the model is the slow part
+        with self._lock:
+            self._vectors[key] = np.asarray(fresh, dtype=np.float32)
+            self._vectors.move_to_end(key)
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
+        return fresh
+
+
+query_embeddings = QueryEmbeddingCache()
+
+
+def query_vector(text: str) -> list[float]:
+    """The embedding of a search question, from this process's cache when it was asked
+    before (QueryEmbeddingCache)."""
+    return query_embeddings.get(text)
 
 
 # -- SQL plumbing ------------------------------------------------------------------------
@@ -215,8 +268,9 @@ def iterative_scan(ef_search: int = SEMANTIC_EF_SEARCH, using: str = DEFAULT_DB_
     until enough rows pass the query's filters, instead of stopping after ``ef_search``
     candidates."""
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef_search)])
+        # Both settings in one round trip, local to the transaction.
+        cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                       "set_config('hnsw.ef_search', %s, true)", [str(ef_search)])
         yield
 
 
@@ -288,7 +342,7 @@ def hybrid_candidates(memories, text: str, *, parsed: ParsedQuery | None = None,
     parsed = parsed or words_query(text, config)
     result = (keyword_search(memories, parsed, limit=depth, partial=True, context=context)
               if parsed else KeywordResult())
-    vector = embed_query(text)
+    vector = query_vector(text)
     semantic = semantic_search(memories, vector, limit=depth)
     candidates = ranking.Candidates(keyword=result.hits, semantic=semantic)
     ids = {memory_id for memory_id, _score in semantic} | {
