@@ -180,17 +180,17 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
         params += term_params
     positions = range(len(unique_terms))
     any_sql = " || ".join(f"q.t{position}" for position in positions)
-    document = "memories_memory.search_vector"
     found = f"memories_memory.search_vector @@ ({any_sql})"
-    joined = ""
+    document, joined = "CASE WHEN h.hit THEN h.sv END", ""
     if context:
-        # Two GIN indexes, one per document; the rank reads both as one, concatenated
-        # once per row, not once per term (OFFSET 0 keeps the planner from inlining it).
-        joined = ("CROSS JOIN LATERAL (SELECT memories_memory.search_vector || coalesce("
-                  "memories_memory.context_vector, ''::tsvector) AS document OFFSET 0) d")
-        document = "d.document"
+        # Two documents; the rank reads both as one, concatenated once per matching row,
+        # not once per term (OFFSET 0 keeps the planner from inlining it).
         found = f"({found} OR memories_memory.context_vector @@ ({any_sql}))"
-    flags = ", ".join(f"{document} @@ q.t{position} AS m{position}" for position in positions)
+        joined = ("CROSS JOIN LATERAL (SELECT CASE WHEN h.hit THEN h.sv || coalesce(h.cv, "
+                  "''::tsvector) END AS document OFFSET 0) d")
+        document = "d.document"
+    flags = ", ".join(f"h.hit AND {document} @@ q.t{position} AS m{position}"
+                      for position in positions)
     all_sql = " AND ".join("(" + " OR ".join(f"m.m{index[term]}" for term in clause) + ")"
                            for clause in clauses)
     exclusion, exclusion_params = "", []
@@ -231,27 +231,33 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
     sql = f"""
         WITH q AS (SELECT {', '.join(term_columns)}),
         c AS MATERIALIZED (
-            SELECT m.*, ({all_sql}) AS all_match FROM (
-                SELECT memories_memory.id, {document} AS document, {flags}
-                FROM memories_memory CROSS JOIN q {joined}
-                WHERE {where} AND {found} {exclusion}
+            SELECT m.*, coalesce({all_sql}, FALSE) AS all_match FROM (
+                SELECT h.id, h.hit, {document} AS document, {flags}
+                FROM (
+                    SELECT memories_memory.id, coalesce({found} {exclusion}, FALSE) AS hit,
+                           memories_memory.search_vector AS sv,
+                           memories_memory.context_vector AS cv
+                    FROM memories_memory CROSS JOIN q
+                    WHERE {where}
+                    OFFSET 0
+                ) h CROSS JOIN q {joined}
             ) m
         ),
         n AS MATERIALIZED (
             SELECT count(*) FILTER (WHERE c.all_match) AS full_count, {document_counts},
-                   (SELECT count(*) FROM memories_memory WHERE {where})::float AS n
+                   count(*)::float AS n
             FROM c
         )
         SELECT ranked.id, ranked.score, ranked.all_match, n.full_count > 0 FROM (
             ({branch.replace("CONDITION", "c.all_match")})
             UNION ALL
-            ({branch.replace("CONDITION", f"NOT c.all_match AND {partial_when}")})
+            ({branch.replace("CONDITION", f"c.hit AND NOT c.all_match AND {partial_when}")})
         ) ranked CROSS JOIN n
         ORDER BY ranked.all_match DESC, ranked.score DESC, ranked.id
         LIMIT %s
     """  # noqa: S608
-    all_params = (params + where_params + exclusion_params + where_params + [limit]
-                  + partial_params + [limit, limit])
+    all_params = (params + exclusion_params + where_params + [limit] + partial_params
+                  + [limit, limit])
     with connections[memories.db].cursor() as cursor:
         cursor.execute(sql, all_params)
         rows = cursor.fetchall()
