@@ -111,7 +111,7 @@ def load(conversations: list[dict], protocol: str):
     minds, stored, started = {}, 0, time.monotonic()
     for conversation in conversations:
         name = f"LoCoMo {conversation['sample_id']} {protocol}"
-        mind = Mind.objects.filter(owner=user, name=name).first()
+        mind = Mind.objects.filter(memberships__user=user, name=name).first()
         if mind is None:
             mind = mind_create(owner=user, name=name)
             client = APIClient()

@@ -1,6 +1,7 @@
 """Search latency over real HTTP beside the SQL it runs, and embedding worker throughput.
 
     .venv/bin/python bench/search.py [--total 100000] [--mind 10000] [--queries 200]
+                                     [--data-dir DIR  (kept; its data reused next time)]
 
 A mind of 10,000 memories among 100,000 on a throwaway embedded PostgreSQL. What is real
 and what is reused (see the report): the embedded texts are embedded by the real model,
@@ -67,6 +68,12 @@ def load(args, rng):
     from minds.authentication import AgentPrincipal
     from minds.services import key_issue, mind_create
 
+    user = get_user_model().objects.filter(username="bench").first()
+    if user is not None:  # --data-dir holding an earlier run's data: reuse it
+        target = Memory.objects.filter(key="t0").select_related("mind").get().mind
+        _key, plaintext = key_issue(mind=target, name="bench", created_by=user)
+        print("reusing the data of an earlier run", flush=True)
+        return target, plaintext, None, None
     user = get_user_model().objects.create_user("bench")
     target = mind_create(owner=user, name="bench target")
     key, plaintext = key_issue(mind=target, name="bench", created_by=user)
@@ -131,7 +138,24 @@ def load(args, rng):
 
 
 def queries(rng: random.Random, count: int) -> list[str]:
-    return [" ".join(rng.sample(WORDS, rng.choice([1, 2, 2, 3]))) for _ in range(count)]
+    """``count`` distinct queries of 1-3 words."""
+    found: dict[str, None] = {}
+    while len(found) < count:
+        found[" ".join(rng.sample(WORDS, rng.choice([1, 2, 2, 3])))] = None
+    return list(found)
+
+
+MODES = ("keyword", "semantic", "hybrid")
+
+
+def query_sets(rng: random.Random, count: int) -> dict:
+    """Distinct queries for each mode and for the warm-up, so no mode reuses a question
+    another asked before (the servers keep a cache of query embeddings)."""
+    texts = queries(rng, 20 + 3 * count)
+    sets = {"warm-up": texts[:20]}
+    for number, mode in enumerate(MODES):
+        sets[mode] = texts[20 + number * count:20 + (number + 1) * count]
+    return sets
 
 
 def time_http(base_url: str, plaintext: str, texts: list[str]) -> dict:
@@ -140,11 +164,11 @@ def time_http(base_url: str, plaintext: str, texts: list[str]) -> dict:
     timings = {}
     with httpx.Client(base_url=base_url, timeout=60,
                       headers={"Authorization": f"Bearer {plaintext}"}) as client:
-        for mode in ("keyword", "semantic", "hybrid"):
-            for text in texts[:20]:  # warm both gunicorn workers (model load, connections)
+        for mode in MODES:
+            for text in texts["warm-up"]:  # warm both workers (model load, connections)
                 client.get("/memory/search", params={"q": text, "mode": mode}).raise_for_status()
             values = []
-            for text in texts:
+            for text in texts[mode]:
                 started = time.perf_counter()
                 response = client.get("/memory/search", params={"q": text, "mode": mode})
                 values.append(time.perf_counter() - started)
@@ -153,30 +177,70 @@ def time_http(base_url: str, plaintext: str, texts: list[str]) -> dict:
     return timings
 
 
-def time_sql(mind, texts: list[str]) -> dict:
+def plain_top_k(memories, parsed, operator: str, limit: int) -> list:
+    """The reference: a plain mind-scoped ``ts_rank`` top-k over the same GIN index, the
+    query's words joined by ``operator`` (``&&`` or ``||``)."""
+    from django.db import connections
+
+    from memories.search import RANK_NORMALIZATION, RANK_WEIGHTS, _where
+
+    where, params = _where(memories)
+    pieces, term_params = [], []
+    for term in parsed.terms:
+        sql, extra = term.tsquery_sql()
+        pieces.append(sql)
+        term_params += extra
+    sql = f"""
+        WITH q AS (SELECT ({f' {operator} '.join(pieces)}) AS t)
+        SELECT memories_memory.id, ts_rank('{RANK_WEIGHTS}', search_vector, q.t,
+                                           {RANK_NORMALIZATION}) AS rank
+        FROM memories_memory CROSS JOIN q
+        WHERE {where} AND search_vector @@ q.t
+        ORDER BY rank DESC, memories_memory.id LIMIT %s
+    """  # noqa: S608
+    with connections[memories.db].cursor() as cursor:
+        cursor.execute(sql, term_params + params + [limit])
+        return cursor.fetchall()
+
+
+def timed_once(call, *args, **kwargs) -> float:
+    started = time.perf_counter()
+    call(*args, **kwargs)
+    return time.perf_counter() - started
+
+
+def time_sql(mind, texts: dict) -> dict:
+    """Each mode's search functions in process, on that mode's questions (their SQL, no
+    HTTP, no query embedding), and the plain top-k references on the keyword questions."""
     from memories import search
     from memories.embeddings import embed_query
     from memories.models import Memory
     from memories.query import parse_query
 
     memories = Memory.objects.for_mind(mind).current().unexpired()
-    vectors = [embed_query(text) for text in texts]
-    timings = {"keyword": [], "semantic": [], "hybrid": [], "query embedding": []}
-    for text, vector in zip(texts, vectors, strict=True):
+    timings = {name: [] for name in ("keyword", "semantic", "hybrid", "query embedding",
+                                     "plain top-k, AND", "plain top-k, OR")}
+
+    def timed(name, call, *args, **kwargs):
+        timings[name].append(timed_once(call, *args, **kwargs))
+
+    for text in texts["keyword"]:
         parsed = parse_query(text)
-        started = time.perf_counter()
-        search.keyword_search(memories, parsed, limit=20)
-        timings["keyword"].append(time.perf_counter() - started)
-        started = time.perf_counter()
-        search.semantic_search(memories, vector, limit=20)
-        timings["semantic"].append(time.perf_counter() - started)
-        started = time.perf_counter()
-        search.keyword_search(memories, parsed, limit=search.FUSION_CANDIDATES, partial=True)
-        search.semantic_search(memories, vector, limit=search.FUSION_CANDIDATES)
-        timings["hybrid"].append(time.perf_counter() - started)
-        started = time.perf_counter()
-        embed_query(text)
-        timings["query embedding"].append(time.perf_counter() - started)
+        timed("keyword", search.keyword_search, memories, parsed, limit=20)
+        timed("plain top-k, AND", plain_top_k, memories, parsed, "&&", 20)
+        timed("plain top-k, OR", plain_top_k, memories, parsed, "||", 20)
+    for text in texts["semantic"]:
+        vector = embed_query(text)
+        timed("semantic", search.semantic_search, memories, vector, limit=20)
+        timed("query embedding", embed_query, text)
+    depth = search.HYBRID_CANDIDATES
+    for text in texts["hybrid"]:
+        parsed, vector = parse_query(text), embed_query(text)
+        # The two sides hybrid search runs (its union query and ranking are not counted).
+        timed("hybrid", search.keyword_search, memories, parsed, limit=depth, partial=True,
+              context=True)
+        timings["hybrid"][-1] += timed_once(search.semantic_search, memories, vector,
+                                            limit=depth)
     return timings
 
 
@@ -197,7 +261,7 @@ def main():
     server = None
     try:
         target, plaintext, model_rate, worker_rate = load(args, rng)
-        texts = queries(rng, args.queries)
+        texts = query_sets(rng, args.queries)
         port = free_port()
         # The benchmark measures latency, not the per-key rate limits.
         env = {**os.environ, "SYNAPSE_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": "2",
@@ -236,7 +300,8 @@ def render(args, http, sql, model_rate, worker_rate) -> str:
 
     lines = ["# Search benchmark", "",
              f"`bench/search.py`: a mind of {args.mind:,} memories among {args.total:,}; "
-             f"{args.queries} queries of 1-3 words per mode, one at a time, limit 20. HTTP "
+             f"{args.queries} distinct queries of 1-3 words per mode (no mode repeats "
+             "another's), one at a time, limit 20. HTTP "
              "through gunicorn (2 workers, synapse/gunicorn_conf.py) with a Mind Key; SQL = "
              "the same search functions in process (their queries, no HTTP, no query "
              "embedding).", "",
@@ -256,15 +321,26 @@ def render(args, http, sql, model_rate, worker_rate) -> str:
         lines.append(f"| {mode} | {ms(http[mode], .5)} | {ms(http[mode], .95)} | "
                      f"{ms(http[mode], .99)} | {ms(sql[mode], .5)} | {ms(sql[mode], .95)} | "
                      f"{ms(sql[mode], .99)} | {ratio:.1f}× |")
-    values = sql["query embedding"]
-    lines += [f"| query embedding alone | | | | {ms(values, .5)} | {ms(values, .95)} | "
-              f"{ms(values, .99)} | |", "",
-              "## Embedding throughput", "",
-              "| path | memories/s |", "|---|---|",
-              f"| model alone (`encode`, batch 64) | {model_rate:.0f} |",
-              f"| worker (`embed_batch`, claim + encode + write, batch 64) | {worker_rate:.0f} |",
-              f"| worker / model | {worker_rate / model_rate:.0%} |", "",
-              f"Machine: {os.cpu_count()} cores, shared with other jobs while this ran "
+    keyword_p95 = percentile(sql["keyword"], 0.95)
+    for name in ("query embedding", "plain top-k, AND", "plain top-k, OR"):
+        values = sql[name]
+        versus = ("" if name == "query embedding" else
+                  f"keyword SQL p95 / this: {keyword_p95 / percentile(values, 0.95):.1f}×")
+        lines.append(f"| {name} alone | | | | {ms(values, .5)} | {ms(values, .95)} | "
+                     f"{ms(values, .99)} | {versus} |")
+    lines += ["", "Plain top-k: one mind-scoped query over the same GIN index, the keyword "
+              "questions' words joined by AND (`&&`) or OR (`||`), ordered by `ts_rank` "
+              "(same weights), limit 20. The hybrid SQL row is its two sides at "
+              "HYBRID_CANDIDATES each (the keyword side with partial matches and episode "
+              "contexts), not its union query or ranking.", ""]
+    if model_rate is not None:
+        lines += ["## Embedding throughput", "",
+                  "| path | memories/s |", "|---|---|",
+                  f"| model alone (`encode`, batch 64) | {model_rate:.0f} |",
+                  f"| worker (`embed_batch`, claim + encode + write, batch 64) | "
+                  f"{worker_rate:.0f} |",
+                  f"| worker / model | {worker_rate / model_rate:.0%} |", ""]
+    lines += [f"Machine: {os.cpu_count()} cores, shared with other jobs while this ran "
               f"(load average {os.getloadavg()[0]:.1f} at the end).", ""]
     return "\n".join(lines)
 

@@ -1,10 +1,13 @@
 """Search: keyword ranking, semantic and hybrid search of parsed queries (docs/search.md)."""
 
 import html
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import Case, FloatField, Q, QuerySet, When
 from django.db.models.expressions import RawSQL
@@ -38,6 +41,56 @@ SEMANTIC_EF_SEARCH = 100
 _MARK_START, _MARK_END = "\ue000", "\ue001"
 _HEADLINE_OPTIONS = (f"StartSel={_MARK_START}, StopSel={_MARK_END}, MaxWords=30, MinWords=12, "
                      "MaxFragments=2, FragmentDelimiter=\" … \"")
+
+
+# How many query embeddings each process keeps (least recently used dropped first): 1.5 kB
+# each as float32, so 1.5 MB at most.
+QUERY_EMBEDDING_CACHE_SIZE = 1024
+
+
+# -- Query embeddings --------------------------------------------------------------------
+
+class QueryEmbeddingCache:
+    """The last ``size`` query embeddings of this process, keyed by model and exact text:
+    an agent asking the same question again (or a hybrid search after a semantic one)
+    skips the model. Thread-safe; vectors are kept as float32, the model's own precision,
+    so a cached vector equals a fresh one."""
+
+    def __init__(self, size: int = QUERY_EMBEDDING_CACHE_SIZE):
+        self.size = size
+        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._vectors.clear()
+
+    def get(self, text: str) -> list[float]:
+        key = (model_name(), text)
+        with self._lock:
+            vector = self._vectors.get(key)
+            if vector is not None:
+                self._vectors.move_to_end(key)
+                return vector.tolist()
+        fresh = embed_query(text)  # outside the lock: the model is the slow part
+        with self._lock:
+            self._vectors[key] = np.asarray(fresh, dtype=np.float32)
+            self._vectors.move_to_end(key)
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
+        return fresh
+
+
+query_embeddings = QueryEmbeddingCache()
+
+
+def query_vector(text: str) -> list[float]:
+    """The embedding of a search question, from this process's cache when it was asked
+    before (QueryEmbeddingCache)."""
+    return query_embeddings.get(text)
 
 
 # -- SQL plumbing ------------------------------------------------------------------------
@@ -125,63 +178,86 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
         sql, term_params = term.tsquery_sql()
         term_columns.append(f"{sql} AS t{position}")
         params += term_params
-    any_sql = " || ".join(f"q.t{position}" for position in range(len(unique_terms)))
-    document = "memories_memory.search_vector"
+    positions = range(len(unique_terms))
+    any_sql = " || ".join(f"q.t{position}" for position in positions)
     found = f"memories_memory.search_vector @@ ({any_sql})"
-    joined = ""
+    document, joined = "CASE WHEN h.hit THEN h.sv END", ""
     if context:
-        # Two GIN indexes, one per document; the rank reads both as one, concatenated
-        # once per row, not once per term (OFFSET 0 keeps the planner from inlining it).
-        joined = ("CROSS JOIN LATERAL (SELECT memories_memory.search_vector || coalesce("
-                  "memories_memory.context_vector, ''::tsvector) AS document OFFSET 0) d")
-        document = "d.document"
+        # Two documents; the rank reads both as one, concatenated once per matching row,
+        # not once per term (OFFSET 0 keeps the planner from inlining it).
         found = f"({found} OR memories_memory.context_vector @@ ({any_sql}))"
-    flags = ", ".join(f"{document} @@ q.t{position} AS m{position}, "
-                      f"ts_rank('{RANK_WEIGHTS}', {document}, q.t{position}, "
-                      f"{RANK_NORMALIZATION}) AS r{position}"
-                      for position in range(len(unique_terms)))
-    all_sql = " AND ".join("(" + " OR ".join(f"c.m{index[term]}" for term in clause) + ")"
+        joined = ("CROSS JOIN LATERAL (SELECT CASE WHEN h.hit THEN h.sv || coalesce(h.cv, "
+                  "''::tsvector) END AS document OFFSET 0) d")
+        document = "d.document"
+    flags = ", ".join(f"h.hit AND {document} @@ q.t{position} AS m{position}"
+                      for position in positions)
+    all_sql = " AND ".join("(" + " OR ".join(f"m.m{index[term]}" for term in clause) + ")"
                            for clause in clauses)
     exclusion, exclusion_params = "", []
     if excluded:
         excluded_sql, exclusion_params = _or_sql(excluded)
         exclusion = f"AND NOT (memories_memory.search_vector @@ {excluded_sql})"
-    document_counts = ", ".join(f"count(*) FILTER (WHERE c.m{position}) OVER () AS d{position}"
-                                for position in range(len(unique_terms)))
+    document_counts = ", ".join(f"count(*) FILTER (WHERE c.m{position}) AS d{position}"
+                                for position in positions)
     # BM25-style: idf from how many memories of this (filtered) set hold the word; the
     # per-word ts_rank (weights, frequency) saturates like BM25's tf part.
     score = " + ".join(
-        f"CASE WHEN s.m{p} THEN ln(1 + (s.n - s.d{p} + 0.5) / (s.d{p} + 0.5)) "
-        f"* (s.r{p} / (s.r{p} + {TERM_SATURATION})) ELSE 0 END"
-        for p in range(len(unique_terms)))
-    # Explicit syntax is strict; a plain list of words falls back to partial matches.
+        f"CASE WHEN c.m{p} THEN ln(1 + (n.n - n.d{p} + 0.5) / (n.d{p} + 0.5)) "
+        f"* (r.r{p} / (r.r{p} + {TERM_SATURATION})) ELSE 0 END"
+        for p in positions)
+    ranks = ", ".join(f"ts_rank('{RANK_WEIGHTS}', c.document, q.t{position}, "
+                      f"{RANK_NORMALIZATION}) AS r{position}" for position in positions)
+    # Explicit syntax is strict; a plain list of words falls back to partial matches:
+    # ranked after the full ones (partial), or only when nothing matches every clause.
     if partial and not parsed.explicit:
-        only_all = ""
+        partial_when, partial_params = "n.full_count < %s", [limit]
     elif parsed.explicit or len(clauses) == 1:
-        only_all = "WHERE s.all_match"
+        partial_when, partial_params = "FALSE", []
     else:
-        only_all = "WHERE s.all_match OR NOT s.any_all"
-    # Only fragments built here are formatted in; the user's text travels as parameters.
+        partial_when, partial_params = "n.full_count = 0", []
+    # Two passes over the memories matching any word: the first only tests which words each
+    # holds (counts for the idf, which rows match every clause); ts_rank, the costly part,
+    # then runs only for the rows that can make the page: the full matches, and the partial
+    # ones only when they may be shown (the second branch's one-time filter skips them
+    # otherwise). Only fragments built here are formatted in; the user's text travels as
+    # parameters.
+    branch = f"""
+            SELECT c.id, ({score}) AS score, c.all_match
+            FROM c CROSS JOIN n CROSS JOIN q
+            CROSS JOIN LATERAL (SELECT {ranks}) r
+            WHERE CONDITION
+            ORDER BY score DESC, c.id
+            LIMIT %s"""  # noqa: S608
     sql = f"""
         WITH q AS (SELECT {', '.join(term_columns)}),
-        c AS (
-            SELECT memories_memory.id, {flags}
-            FROM memories_memory CROSS JOIN q {joined}
-            WHERE {where} AND {found} {exclusion}
+        c AS MATERIALIZED (
+            SELECT m.*, coalesce({all_sql}, FALSE) AS all_match FROM (
+                SELECT h.id, h.hit, {document} AS document, {flags}
+                FROM (
+                    SELECT memories_memory.id, coalesce({found} {exclusion}, FALSE) AS hit,
+                           memories_memory.search_vector AS sv,
+                           memories_memory.context_vector AS cv
+                    FROM memories_memory CROSS JOIN q
+                    WHERE {where}
+                    OFFSET 0
+                ) h CROSS JOIN q {joined}
+            ) m
         ),
-        s AS (
-            SELECT c.*, ({all_sql}) AS all_match,
-                   bool_or({all_sql}) OVER () AS any_all,
-                   (SELECT count(*) FROM memories_memory WHERE {where})::float AS n,
-                   {document_counts}
+        n AS MATERIALIZED (
+            SELECT count(*) FILTER (WHERE c.all_match) AS full_count, {document_counts},
+                   count(*)::float AS n
             FROM c
         )
-        SELECT s.id, ({score}) AS score, s.all_match, s.any_all FROM s
-        {only_all}
-        ORDER BY s.all_match DESC, score DESC, s.id
+        SELECT ranked.id, ranked.score, ranked.all_match, n.full_count > 0 FROM (
+            ({branch.replace("CONDITION", "c.all_match")})
+            UNION ALL
+            ({branch.replace("CONDITION", f"c.hit AND NOT c.all_match AND {partial_when}")})
+        ) ranked CROSS JOIN n
+        ORDER BY ranked.all_match DESC, ranked.score DESC, ranked.id
         LIMIT %s
     """  # noqa: S608
-    all_params = params + where_params + exclusion_params + where_params + [limit]
+    all_params = (params + exclusion_params + where_params + [limit] + partial_params
+                  + [limit, limit])
     with connections[memories.db].cursor() as cursor:
         cursor.execute(sql, all_params)
         rows = cursor.fetchall()
@@ -198,8 +274,9 @@ def iterative_scan(ef_search: int = SEMANTIC_EF_SEARCH, using: str = DEFAULT_DB_
     until enough rows pass the query's filters, instead of stopping after ``ef_search``
     candidates."""
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef_search)])
+        # Both settings in one round trip, local to the transaction.
+        cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                       "set_config('hnsw.ef_search', %s, true)", [str(ef_search)])
         yield
 
 
@@ -271,7 +348,7 @@ def hybrid_candidates(memories, text: str, *, parsed: ParsedQuery | None = None,
     parsed = parsed or words_query(text, config)
     result = (keyword_search(memories, parsed, limit=depth, partial=True, context=context)
               if parsed else KeywordResult())
-    vector = embed_query(text)
+    vector = query_vector(text)
     semantic = semantic_search(memories, vector, limit=depth)
     candidates = ranking.Candidates(keyword=result.hits, semantic=semantic)
     ids = {memory_id for memory_id, _score in semantic} | {

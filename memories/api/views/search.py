@@ -53,7 +53,7 @@ class SearchActions:
         memories, config = self.searchable(), self.mind.search_config
         matched, ignored, parts = "all", [], None
         if mode == "semantic":
-            hits = search.semantic_search(memories, embeddings.embed_query(text), limit=limit)
+            hits = search.semantic_search(memories, search.query_vector(text), limit=limit)
             parts = {memory_id: {"semantic": score} for memory_id, score in hits}
         else:
             try:
@@ -84,7 +84,7 @@ class SearchActions:
         """Memories nearest in meaning to ``q`` (local embeddings); score = cosine
         similarity. Memories not embedded yet are not found (see embed-batch-status)."""
         query = self.query
-        hits = search.semantic_search(self.searchable(), embeddings.embed_query(query["q"]),
+        hits = search.semantic_search(self.searchable(), search.query_vector(query["q"]),
                                       limit=query["limit"], threshold=query.get("threshold"))
         results = search_hits(search.load_hits(hits, query["q"], self.mind.search_config))
         return Response({"query": query["q"], "mode": "semantic",
