@@ -2,9 +2,12 @@
 one mind, never a user."""
 
 import copy
+import functools
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Exists, F, Func, OuterRef, Value
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
@@ -120,9 +123,7 @@ class AgentAuthentication(authentication.BaseAuthentication):
         lookup = parse_lookup(plaintext)
         if lookup is None:
             raise exceptions.AuthenticationFailed("Malformed Mind Key.")
-        key = (MindKey.objects.select_related("mind", "created_by")
-               .annotate(mind_has_owner=active_owner_exists("mind"))
-               .filter(lookup=lookup).first())
+        key = key_by_lookup(lookup)
         if key is None or not key_matches(plaintext, key.hashed_secret):
             raise exceptions.AuthenticationFailed("Unknown Mind Key.")
         now = timezone.now()
@@ -132,8 +133,7 @@ class AgentAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("This Mind Key has expired.")
         # A deactivated account's JWTs stop at once; the keys it handed out stop with them,
         # and so does every key of a mind none of whose owners is active.
-        if not key.mind_has_owner or (key.created_by is not None
-                                      and not key.created_by.is_active):
+        if not key.mind_has_owner or not key.creator_active:
             raise exceptions.AuthenticationFailed(
                 "This Mind Key belongs to a deactivated account.")
         self._touch(key, now)
@@ -164,6 +164,52 @@ class AgentAuthentication(authentication.BaseAuthentication):
         if key.last_used_at is None or (now - key.last_used_at).total_seconds() > resolution:
             MindKey.objects.filter(pk=key.pk).update(last_used_at=now)
             key.last_used_at = now
+
+
+def key_by_lookup(lookup: str) -> MindKey | None:
+    """The Mind Key with ``lookup``, its mind loaded, and two flags: ``creator_active``
+    (no creator, or an active one) and ``mind_has_owner`` (an owner of the mind is active).
+    Every request of an agent starts here, so it is one hand-written query: building the
+    ORM's equivalent cost more than running it (bench/results/core.md). Always the primary,
+    as every credential read (synapse.db_router)."""
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(_key_query(), [Role.OWNER.value, lookup])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    key_fields, mind_fields = _attnames(MindKey), _attnames(Mind)
+    key = MindKey.from_db(DEFAULT_DB_ALIAS, key_fields, row[:len(key_fields)])
+    end = len(key_fields) + len(mind_fields)
+    key.mind = Mind.from_db(DEFAULT_DB_ALIAS, mind_fields, row[len(key_fields):end])
+    key.creator_active, key.mind_has_owner = row[end:]
+    return key
+
+
+@functools.cache
+def _attnames(model) -> tuple[str, ...]:
+    return tuple(field.attname for field in model._meta.concrete_fields)
+
+
+@functools.cache
+def _key_query() -> str:
+    """The SQL of :func:`key_by_lookup`, written from the models' metadata once: every
+    column of the key and of its mind (in ``_attnames`` order), then the two flags."""
+    user = get_user_model()._meta
+    active = user.get_field("is_active").column
+
+    def columns(model, alias: str) -> str:
+        return ", ".join(f'{alias}."{field.column}"' for field in model._meta.concrete_fields)
+
+    # Names from the models' metadata; the values are parameters.
+    return (
+        f"SELECT {columns(MindKey, 'k')}, {columns(Mind, 'm')}, "  # noqa: S608
+        f'u."{active}" IS NOT FALSE, '
+        f'EXISTS (SELECT 1 FROM "{Membership._meta.db_table}" ms '
+        f'JOIN "{user.db_table}" o ON o."{user.pk.column}" = ms.user_id '
+        f'WHERE ms.mind_id = k.mind_id AND ms.role = %s AND o."{active}") '
+        f'FROM "{MindKey._meta.db_table}" k JOIN "{Mind._meta.db_table}" m ON m.id = k.mind_id '
+        f'LEFT JOIN "{user.db_table}" u ON u."{user.pk.column}" = k.created_by_id '
+        "WHERE k.lookup = %s")
 
 
 # Settings and older imports name the class by its first credential.

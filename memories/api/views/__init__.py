@@ -40,12 +40,16 @@ class MemoryViewSet(CoreActions, SearchActions, TimelineActions, VerificationAct
         """Every memory of this mind (in the trash too); each action narrows it."""
         return Memory.objects.for_mind(self.mind)
 
-    def get_object(self, *, in_trash_too: bool = False) -> Memory:
+    def get_object(self, *, in_trash_too: bool = False, vectors: bool = True) -> Memory:
         """The memory named in the path, of this mind and (unless ``in_trash_too``) not in
-        the trash; anything else is a 404."""
+        the trash; anything else is a 404. ``vectors=False`` leaves the embedding and the
+        search vectors unread (parsing the embedding costs more than the query) for
+        actions that only show the memory."""
         memories = self.get_queryset().select_related("mind")
         if not in_trash_too:
             memories = memories.alive()
+        if not vectors:
+            memories = memories.without_vectors()
         memory = memories.filter(pk=self.kwargs[self.lookup_url_kwarg]).first()
         if memory is None:
             raise exceptions.NotFound("No such memory.")

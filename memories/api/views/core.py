@@ -127,7 +127,7 @@ class CoreActions:
         GET /memory/{id}/versions/{version}): what a citation ``mem_…@vN`` names."""
         if "version" in self.query:
             return self.version_detail(request, memory_id, self.query["version"])
-        memory = self.get_object()
+        memory = self.get_object(vectors=False)
         return Response(MemorySerializer(memory, context={"reveal_credentials": True}).data)
 
     @extend_schema(operation_id="memory_update", request=MemoryUpdateSerializer,
