@@ -1,0 +1,185 @@
+"""The request floor: where ``GET /memory/{id}`` spends its time beyond its SQL, in one run.
+
+    .venv/bin/python bench/floor.py [--requests 2000] [--profile 2000]
+
+One mind of 1,000 memories (the floor does not depend on the size: the two queries are
+index lookups). Measured sequentially over keep-alive HTTP, one gunicorn worker each:
+
+1. ``GET /memory/{id}`` on the production server (synapse/gunicorn_conf.py: uvicorn's
+   worker, Django on a2wsgi's thread pool, ``/mcp`` beside it);
+2. the same on gunicorn's ``gthread`` worker serving Django's WSGI application directly
+   (no ASGI hop, no ``/mcp``);
+3. on both, ``GET /.well-known/oauth-protected-resource``: Django's whole middleware chain
+   and URL resolution, a view that reads no row and no credential — the framework's floor;
+4. the SQL ``GET /memory/{id}`` issues (the key lookup and the memory row, captured in
+   process), replayed with psycopg on one connection.
+
+Then a profile (cProfile) of ``GET /memory/{id}`` in process (Django's test client, the
+whole handler) splits its Python time into layers. Writes bench/results/floor.md.
+"""
+
+import argparse
+import cProfile
+import pstats
+import random
+import sys
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import (  # noqa: E402
+    ROOT,
+    Server,
+    Stats,
+    capture_sql,
+    machine_line,
+    raw_connection,
+    replay,
+    setup_django,
+    table,
+    teardown,
+    timed,
+)
+from bench.core import fill  # noqa: E402
+
+FLOOR_PATH = "/.well-known/oauth-protected-resource"
+# Layers of a request, by the function whose cumulative time is the layer's (cProfile
+# keys: file suffix, function name). Nested layers are listed after the layer holding them.
+LAYERS = [
+    ("the whole handler (Django's get_response)", "django/core/handlers/base.py",
+     "get_response"),
+    ("middleware before and after the view", None, None),
+    ("DRF's dispatch (the view with authentication, permission, rendering)",
+     "rest_framework/views.py", "dispatch"),
+    ("authentication: the Mind Key (lookup query, hash check, last use)",
+     "minds/authentication.py", "authenticate"),
+    ("all SQL, from Django's cursor (both queries, waiting included)",
+     "django/db/backends/utils.py", "_execute"),
+    ("the serializer (MemorySerializer.data)", "rest_framework/serializers.py", "data"),
+    ("rendering JSON (JSONRenderer.render)", "rest_framework/renderers.py", "render"),
+]
+
+
+def profile_layers(call, requests: int) -> list[tuple[str, float]]:
+    """Milliseconds per request spent in each layer, from a cProfile run of ``call``."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for index in range(requests):
+        call(index)
+    profiler.disable()
+    stats = pstats.Stats(profiler).stats  # {(file, line, name): (cc, nc, tt, ct, callers)}
+
+    def cumulative(suffix: str, name: str) -> float:
+        """The outermost of the functions so named (``Serializer.data`` calls
+        ``BaseSerializer.data``): the largest cumulative time."""
+        return max(entry[3] for (file, _line, function), entry in stats.items()
+                   if file.endswith(suffix) and function == name) * 1000 / requests
+
+    measured = {label: cumulative(suffix, name) for label, suffix, name in LAYERS if suffix}
+    handler = measured[LAYERS[0][0]]
+    dispatch = measured[LAYERS[2][0]]
+    result = []
+    for label, suffix, _name in LAYERS:
+        result.append((label, measured[label] if suffix else handler - dispatch))
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--profile", type=int, default=2000, help="requests profiled")
+    parser.add_argument("--keep-data", action="store_true")
+    parser.add_argument("--output", default=str(ROOT / "bench/results/floor.md"))
+    args = parser.parse_args()
+
+    data_dir = setup_django()
+    import httpx
+    from django.contrib.auth import get_user_model
+    from rest_framework.test import APIClient
+
+    from minds.services import key_issue, mind_create
+
+    owner = get_user_model().objects.create_user("floor", password=uuid.uuid4().hex)
+    mind = mind_create(owner=owner, name="Floor")
+    fill(mind, 1_000, random.Random(7))
+    _key, plain = key_issue(mind=mind, name="floor")
+    headers = {"Authorization": f"Bearer {plain}"}
+    ids = [str(memory_id) for memory_id in mind.memories.values_list("id", flat=True)]
+
+    inproc = APIClient()
+    inproc.credentials(HTTP_AUTHORIZATION=f"Bearer {plain}")
+
+    def get_inproc(i):
+        assert inproc.get(f"/memory/{ids[i % len(ids)]}").status_code == 200
+
+    sql = [capture_sql(lambda i=i: get_inproc(i)) for i in range(len(ids))]
+    raw = raw_connection()
+    n = args.requests
+    rows = []
+    servers = {
+        "uvicorn + a2wsgi (production)": Server(workers=1),
+        "gunicorn gthread, WSGI only": Server(workers=1, arguments=(
+            "--worker-class", "gthread", "--threads", "4", "synapse.wsgi:application")),
+    }
+    try:
+        for server in servers.values():
+            server.wait("/memory/health", headers)
+        for label, server in servers.items():
+            http = httpx.Client(base_url=server.url, timeout=30)
+
+            def get(i, http=http):
+                response = http.get(f"/memory/{ids[i % len(ids)]}", headers=headers)
+                assert response.status_code == 200, response.text
+
+            def floor(_i, http=http):
+                assert http.get(FLOOR_PATH).status_code == 200
+
+            for call, name in ((get, f"GET /memory/{{id}} — {label}"),
+                               (floor, f"GET {FLOOR_PATH} — {label}")):
+                for warm in range(50):
+                    call(-warm - 1)
+                stats = Stats(name, timed(call, n))
+                raw_stats = (Stats(name, timed(lambda i: replay(raw, sql[i % len(sql)]), n))
+                             if call is get else None)
+                rows.append((stats, raw_stats))
+                print(f"{name}: p50 {stats.p50:.2f} p95 {stats.pct(95):.2f} ms", flush=True)
+            http.close()
+    finally:
+        for server in servers.values():
+            server.stop()
+
+    for warm in range(50):
+        get_inproc(warm)
+    in_process = Stats("GET /memory/{id} in process (test client)", timed(get_inproc, n))
+    layers = profile_layers(get_inproc, args.profile)
+
+    lines = [
+        "# The request floor (bench/floor.py)", "",
+        f"{machine_line()} · one gunicorn worker per server · a mind of 1,000 memories · "
+        f"{n} sequential keep-alive requests per row after 50 warm-up requests.", "",
+        "Raw SQL: the statements `GET /memory/{id}` issued in process (the key lookup and the "
+        "memory row), replayed with psycopg on one connection in the same run. The "
+        f"`{FLOOR_PATH}` rows are Django's whole stack with a view that reads no row: the "
+        "framework's floor on that server.", "",
+        table(rows), "",
+        f"In process (Django's test client, no HTTP): p50 {in_process.p50:.2f} ms, p95 "
+        f"{in_process.pct(95):.2f} ms.", "",
+        f"## Profile: {args.profile} requests in process under cProfile", "",
+        "Milliseconds per request in each layer (cumulative: a layer includes the ones "
+        "nested in it; cProfile slows Python code more than waiting, so read shares, not "
+        "absolute times).", "",
+        "| layer | ms per request | share of the handler |", "|---|---|---|",
+    ]
+    handler = layers[0][1]
+    for label, value in layers:
+        lines.append(f"| {label} | {value:.3f} | {100 * value / handler:.0f} % |")
+    output = Path(args.output)
+    output.write_text("\n".join(lines) + "\n")
+    print(output.read_text())
+    raw.close()
+    teardown(data_dir, args.keep_data)
+
+
+if __name__ == "__main__":
+    main()
