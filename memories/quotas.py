@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import BigIntegerField, Func, Sum
+from django.db.models import BigIntegerField, Func
 
 from memories.models import QuotaCounter
 from minds.models import Mind
@@ -76,9 +76,11 @@ def limits() -> dict[str, int]:
 
 def mind_usage(mind: Mind) -> Usage:
     """What a mind holds, as its committed counters say (the sum of its slots)."""
-    totals = QuotaCounter.objects.filter(mind=mind).aggregate(
-        **{name: Sum(name) for name in QUOTAS})
-    return Usage(**{name: totals[name] or 0 for name in QUOTAS})
+    # Hand-written: it runs before every write, and the ORM's aggregate took longer to
+    # build than the database takes to answer.
+    with connection.cursor() as cursor:
+        cursor.execute(_MIND_USAGE, [mind.pk])
+        return Usage(*cursor.fetchone())
 
 
 def content_bytes(stored: str) -> int:
@@ -93,6 +95,12 @@ class StoredBytes(Func):
     output_field = BigIntegerField()
 
 
+# The columns in the order of QUOTAS (and of Usage's fields).
+_MIND_USAGE = """
+    SELECT coalesce(sum(memories), 0), coalesce(sum(versions), 0),
+           coalesce(sum(content_bytes), 0)
+    FROM memories_quotacounter WHERE mind_id = %s
+"""
 _ENSURE_SLOTS = """
     INSERT INTO memories_quotacounter (mind_id, slot, memories, versions, content_bytes)
     SELECT %s, slot, 0, 0, 0 FROM generate_series(0, %s) AS slot

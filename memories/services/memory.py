@@ -22,6 +22,7 @@ from memories.models import (
     MemoryVersion,
     Source,
     default_memory_type,
+    whole_mind,
 )
 from memories.naming import derive_key, normalize_tags
 from memories.paths import within_any
@@ -152,8 +153,14 @@ def mark_for_embedding(memory: Memory) -> None:
 
 
 def locked_current(mind: Mind, category: str, key: str) -> Memory | None:
-    return (Memory.objects.select_for_update().for_mind(mind).alive()
-            .filter(category=category, key=key).first())
+    """The live memory (category, key) of ``mind``, locked, with ``mind`` as its
+    ``memory.mind``; unique, so a slice without ORDER BY."""
+    found = list(Memory.objects.select_for_update().for_mind(mind).alive()
+                 .filter(category=category, key=key)[:1])
+    if not found:
+        return None
+    found[0].mind = whole_mind(mind)
+    return found[0]
 
 
 def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | None = None,

@@ -241,3 +241,68 @@ def test_an_accept_header_no_renderer_satisfies_still_gets_json(agent, remember,
     assert response.status_code == 200
     assert response["Content-Type"].startswith("application/json")
     assert response.json()["count"] == 1
+
+
+# -- The lookup of one memory (memories.models.memory_of_mind) -----------------------------
+
+def captured_sql(client, method: str, url: str, body=None, first=None) -> list[str]:
+    """The statements of a request, after ``first`` (or the same body) was sent once: the
+    key's last_used_at is written once a minute, not in the count."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    getattr(client, method)(url, first or body, format="json")
+    with CaptureQueriesContext(connection) as captured:
+        response = getattr(client, method)(url, body, format="json")
+    assert response.status_code == 200, response.content
+    return [query["sql"] for query in captured]
+
+
+def test_get_is_the_key_lookup_and_one_row_without_join_order_or_vectors(agent, remember):
+    memory = remember(key="a", content="alpha")
+    key_lookup, row = captured_sql(agent, "get", f"/memory/{memory.id}")
+    assert "minds_mindkey" in key_lookup
+    assert "FROM memories_memory WHERE mind_id = " in row and "deleted_at IS NULL" in row
+    assert "JOIN" not in row and "ORDER BY" not in row
+    assert "embedding" not in row.replace("embedding_pending", "").replace(
+        "embedding_model", "")
+
+
+def test_an_update_never_reads_the_mind_row_again(agent, remember):
+    memory = remember(key="a", content="alpha")
+    for method, url, body in (("put", f"/memory/{memory.id}", {"content": "{}"}),
+                              ("post", "/memory", {"category": "fact", "key": "a",
+                                                   "content": "{}"})):
+        statements = captured_sql(agent, method, url,
+                                  {**body, "content": f"{method} two"},
+                                  first={**body, "content": f"{method} one"})
+        assert any(sql.startswith('INSERT INTO "memories_memoryversion"')
+                   for sql in statements)
+        minds = [sql for sql in statements if 'FROM "minds_mind"' in sql]
+        assert minds == [], minds
+    assert Memory.objects.get(pk=memory.pk).content == "post two"
+
+
+def test_one_memory_of_a_scoped_mind_comes_with_the_whole_mind(alice_mind, remember,
+                                                               django_assert_num_queries):
+    import copy
+
+    from memories.models import memory_of_mind
+
+    inside = remember(key="in", path="projects/a")
+    outside = remember(key="out", path="projects/b")
+    scoped = copy.copy(alice_mind)
+    scoped.reach = ("projects/a",)
+    for mind in (alice_mind, scoped):
+        with django_assert_num_queries(1):
+            found = memory_of_mind(mind, inside.id, vectors=False)
+            assert found.mind.pk == alice_mind.pk and found.mind.reach == ()
+            assert found.content == inside.content
+        assert "embedding" in found.get_deferred_fields()
+        assert "embedding" not in memory_of_mind(mind, inside.id).get_deferred_fields()
+    assert memory_of_mind(scoped, outside.id) is None
+    assert memory_of_mind(alice_mind, outside.id).id == outside.id
+    Memory.objects.filter(pk=inside.pk).update(deleted_at=timezone.now())
+    for mind in (alice_mind, scoped):
+        assert memory_of_mind(mind, inside.id) is None
+        assert memory_of_mind(mind, inside.id, in_trash_too=True).id == inside.id

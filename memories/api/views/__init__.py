@@ -10,7 +10,7 @@ from memories.api.views.timeline import TimelineActions
 from memories.api.views.transfer import TransferActions
 from memories.api.views.verification import VerificationActions
 from memories.filters import MemoryFilter
-from memories.models import Memory
+from memories.models import Memory, memory_of_mind
 from synapse.api import MindScopedViewSet
 
 MEMORY_ID_PATTERN = r"mem_[A-Za-z0-9]{1,36}"
@@ -45,12 +45,8 @@ class MemoryViewSet(CoreActions, SearchActions, TimelineActions, VerificationAct
         the trash; anything else is a 404. ``vectors=False`` leaves the embedding and the
         search vectors unread (parsing the embedding costs more than the query) for
         actions that only show the memory."""
-        memories = self.get_queryset().select_related("mind")
-        if not in_trash_too:
-            memories = memories.alive()
-        if not vectors:
-            memories = memories.without_vectors()
-        memory = memories.filter(pk=self.kwargs[self.lookup_url_kwarg]).first()
+        memory = memory_of_mind(self.mind, self.kwargs[self.lookup_url_kwarg],
+                                in_trash_too=in_trash_too, vectors=vectors)
         if memory is None:
             raise exceptions.NotFound("No such memory.")
         return memory
