@@ -1,6 +1,8 @@
 """Memories, their versions, and the audit log."""
 
 import copy
+from datetime import datetime
+from typing import NamedTuple
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
@@ -309,6 +311,45 @@ class Memory(models.Model):
     def plaintext_content(self) -> str:
         """The content in plaintext: credentials decrypted (memories.crypto). Redact with
         memories.recall.display_content wherever the owner did not ask to reveal it."""
+        return open_content(self.category, self.content)
+
+
+class MemoryRow(NamedTuple):
+    """A memory's shown fields, as the API returns them (MemorySerializer), fetched as a
+    tuple (``queryset.values_list(*MemoryRow._fields)``): recall and list show hundreds
+    of memories, and a model instance costs about ten times its row to build."""
+
+    id: str
+    mind_id: str
+    category: str
+    key: str
+    content: str
+    tags: list[str]
+    priority: str
+    source: str
+    memory_type: str
+    path: str
+    occurred_at: datetime | None
+    verified: bool
+    verified_at: datetime | None
+    confidence: float
+    expires_at: datetime | None
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    deleted_at: datetime | None
+    superseded_at: datetime | None
+    superseded_by_id: str | None
+
+    @property
+    def citation(self) -> str:
+        return citation(self.id, self.version)
+
+    @property
+    def is_credentials(self) -> bool:
+        return self.category == Category.CREDENTIALS
+
+    def plaintext_content(self) -> str:
         return open_content(self.category, self.content)
 
 

@@ -45,9 +45,6 @@ class RecallItem(NamedTuple):
         return citation(self.id, self.version)
 
 
-RECALL_FIELDS = RecallItem._fields
-
-
 def recall_memories(mind: Mind):
     """The memories recall shows for ``mind``: current and unexpired, and only verified ones
     when the mind leaves unverified memories out (``unverified_in_recall``)."""
@@ -57,22 +54,22 @@ def recall_memories(mind: Mind):
     return memories
 
 
-def recall_items(memories, *, whole: bool = False) -> Iterable[RecallItem]:
-    """Stream a queryset (already in recall order) as RecallItems; ``whole``: every row
-    will be read (:func:`read_through`)."""
-    rows = memories.values_list(*RECALL_FIELDS)
-    for row in (read_through(rows) if whole else rows.iterator(chunk_size=500)):
-        yield RecallItem(*row)
+def recall_items(memories, *, whole: bool = False, row=None) -> Iterable:
+    """Stream a queryset (already in recall order) as ``row`` tuples (RecallItem unless
+    told, MemoryRow for JSON); ``whole``: every row will be read (:func:`read_through`)."""
+    row = row or RecallItem
+    rows = memories.values_list(*row._fields)
+    for values in (read_through(rows) if whole else rows.iterator(chunk_size=500)):
+        yield row(*values)
 
 
-def read_whole(queryset, *, items: bool, limit: int = WHOLE_LIMIT) -> list:
-    """Up to ``limit + 1`` rows of ``queryset`` (in recall order) in one query, as
-    RecallItems (``items``) or as the queryset's own rows. One more than ``limit`` means
+def read_whole(queryset, *, row=None, limit: int = WHOLE_LIMIT) -> list:
+    """Up to ``limit + 1`` rows of ``queryset`` (in recall order) in one query, as ``row``
+    tuples (RecallItem unless told, MemoryRow for JSON). One more than ``limit`` means
     the recall is too large to hold: stream it instead (the caller reads it again over a
     cursor, from the start: one snapshot, no memory shown twice or missed)."""
-    if items:
-        return [RecallItem(*row) for row in queryset.values_list(*RECALL_FIELDS)[:limit + 1]]
-    return list(queryset[:limit + 1])
+    row = row or RecallItem
+    return [row(*values) for values in queryset.values_list(*row._fields)[:limit + 1]]
 
 
 def read_through(queryset, chunk_size: int = 500) -> Iterator:

@@ -12,6 +12,8 @@ _LINE_BREAKING = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 # What is left of them inside one line of content once it is split: escaped when shown
 # (a tab is kept: it cannot start a line).
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+# Any of _CONTROL or a break splitlines() knows, but the line feed (tabs pass as they are).
+_BREAKING_BUT_LF = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 SINGLE_LINE_MESSAGE = "Cannot contain control characters or line breaks."
 
 
@@ -59,4 +61,12 @@ def inline(value) -> str:
 def indented(text: str, prefix: str = "  ") -> list[str]:
     """Every line of ``text`` behind ``prefix``, whatever breaks it (LS, PS, NEL, \\r, …),
     so stored text can never start a line that looks like a header."""
-    return [prefix + _CONTROL.sub(_escape, line) for line in (text or "").splitlines() or [""]]
+    text = text or ""
+    if _BREAKING_BUT_LF.search(text) is None:
+        # The common case, line feeds alone: split as splitlines() would, nothing to
+        # escape (recall lays out thousands of these per request).
+        lines = text.split("\n")
+        if len(lines) > 1 and not lines[-1]:
+            lines.pop()
+        return [prefix + line for line in lines]
+    return [prefix + _CONTROL.sub(_escape, line) for line in text.splitlines() or [""]]

@@ -60,3 +60,17 @@ def test_a_subclass_with_more_fields_keeps_drf_s_way(assorted):
     data = SearchHitSerializer(memory).data
     assert data["score"] == 0.5 and data["snippet"] == "<mark>x</mark>"
     assert {name: data[name] for name in MemorySerializer.Meta.fields} == drf_way(memory)
+
+
+def test_a_memory_row_tuple_answers_as_its_model_does(assorted):
+    """List and recall read MemoryRow tuples, not models: the same answer, field for
+    field, revealed or not."""
+    from memories.models import MemoryRow
+
+    rows = [MemoryRow(*values) for values in assorted.values_list(*MemoryRow._fields)]
+    assert [row.id for row in rows] == [memory.id for memory in assorted]
+    for row, memory in zip(rows, assorted, strict=True):
+        for context in ({}, {"reveal_credentials": True}):
+            assert (list(MemorySerializer(row, context=context).data.items())
+                    == list(drf_way(memory, **context).items())), memory.key
+        assert (row.citation, row.is_credentials) == (memory.citation, memory.is_credentials)

@@ -365,9 +365,7 @@ def test_a_narrowed_recall_reads_its_rows_in_order_and_restores_the_planner_sett
         yield from read_through(queryset, chunk_size)
 
     read_through = recall.read_through
-    monkeypatch.setattr(recall, "read_through", watched)
-    from memories.api.views import core
-    monkeypatch.setattr(core, "read_through", watched)
+    monkeypatch.setattr(recall, "read_through", watched)  # text and JSON both read there
     text = b"".join(agent.get("/memory/recall?path=projects").streaming_content).decode()
     body = json.loads(b"".join(
         agent.get("/memory/recall?path=projects&format=json").streaming_content))

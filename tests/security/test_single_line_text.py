@@ -10,11 +10,13 @@ from io import StringIO
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memories.models import Memory, MemoryVersion
 from minds.models import Mind, MindKey
 from minds.services import mind_create
-from synapse.text import validate_single_line
+from synapse.text import breaks_lines, validate_single_line
 from synapse_client.text import format_list, format_memory, format_recall
 from tests.conftest import PASSWORD, session_client
 
@@ -288,3 +290,17 @@ def test_the_client_formatter_escapes_a_key_that_breaks_lines():
                         "[verified] (NORMAL) [unverified]")
     assert all(line.startswith("  ") for line in lines[1:])
     assert text.splitlines() == lines
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(
+    ["a", " ", "\n", "\r\n", "\t", "[", "\u00e9", *BREAKERS, *(chr(n) for n in range(0x20))]),
+    max_size=30).map("".join))
+def test_indented_lines_are_those_of_splitlines_each_escaped(text):
+    """The line-feed-only fast path of synapse.text.indented gives exactly the general
+    form: every line splitlines() finds, its control characters escaped."""
+    from synapse.text import _CONTROL, _escape, indented
+
+    expected = [f"  {_CONTROL.sub(_escape, line)}" for line in text.splitlines() or [""]]
+    assert indented(text) == expected
+    assert all(not breaks_lines(line.replace("\t", " ")) for line in indented(text))

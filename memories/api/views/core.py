@@ -27,10 +27,11 @@ from memories.api.serializers.memory import (
     StoreResponseSerializer,
     stream_recall_json,
 )
+from memories.models import MemoryRow
 from memories.recall import (
+    RecallItem,
     build_recall,
     count_recall,
-    read_through,
     read_whole,
     recall_items,
     recall_memories,
@@ -76,9 +77,10 @@ class CoreActions:
     @replica_reads
     def list(self, request):
         """List memories (current versions, not in the trash), filtered and paginated."""
-        memories = self.filter_queryset(self.get_queryset().current().without_vectors())
-        page, counts = page_of(memories, self.query)
-        return Response({**counts, "results": MemorySerializer(page, many=True).data})
+        memories = self.filter_queryset(self.get_queryset().current())
+        page, counts = page_of(memories.values_list(*MemoryRow._fields), self.query)
+        return Response({**counts, "results": MemorySerializer(
+            [MemoryRow(*values) for values in page], many=True).data})
 
     @extend_schema(operation_id="memory_store", request=MemoryStoreSerializer,
                    parameters=[MIND_PARAMETER, *PROVENANCE_HEADERS, IDEMPOTENCY_HEADER],
@@ -173,6 +175,8 @@ class CoreActions:
         memories = self.filter_queryset(recall_memories(mind))
         budget, path = query.get("budget"), query.get("path", "")
         as_json = query["format"] == "json"
+        # Rows as tuples: what a text block shows, or what the JSON shows of a memory.
+        row = MemoryRow if as_json else RecallItem
         limit = recall_module.WHOLE_LIMIT
         if query.get("q"):
             from memories.search import rank_for_recall, ranked_then_rest
@@ -192,8 +196,7 @@ class CoreActions:
                 ordered = ranked_then_rest(ranked, rest)
         elif budget is None:
             rows = memories.recall_order()
-            rows = rows.without_vectors() if as_json else rows
-            ordered = read_whole(rows, items=not as_json)
+            ordered = read_whole(rows, row=row)
             if len(ordered) > limit:
                 # Too many to hold: counted, then read again from the start over a cursor,
                 # planned for reading every row when a filter narrows it to part of the
@@ -202,17 +205,12 @@ class CoreActions:
                 # cancel a long read that conflicts with its replay; docs/scaling.md).
                 rows = rows.using(DEFAULT_DB_ALIAS)
                 whole = bool(RECALL_FILTERS & request.query_params.keys())
-                if as_json:
-                    stream = read_through(rows) if whole else rows.iterator(chunk_size=500)
-                else:
-                    stream = recall_items(rows, whole=whole)
+                stream = recall_items(rows, whole=whole, row=row)
                 return self._stream_everything(mind, count_recall(memories), stream,
                                                as_json=as_json, path=path)
         else:
             # A budgeted scan reads in recall order until nothing more fits.
-            rows = memories.recall_order()
-            ordered = (rows.without_vectors().iterator(chunk_size=500) if as_json
-                       else recall_items(rows))
+            ordered = recall_items(memories.recall_order(), row=row)
         # A budgeted scan may stop early: the counts say how many it left out, ranked by
         # ``q`` or not.
         totals = count_recall(memories) if budget is not None else None
