@@ -194,7 +194,9 @@ class CpuMeter:
 
     @staticmethod
     def _processes() -> dict[int, tuple[int, int]]:
-        """pid → (parent pid, user + system ticks) of every process."""
+        """pid → (parent pid, user + system ticks) of every process, with those of its
+        children that exited and were waited for (cutime, cstime): a PostgreSQL backend that
+        ends between two readings stays counted, in its postmaster."""
         table = {}
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
@@ -203,7 +205,7 @@ class CpuMeter:
                 fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue  # exited meanwhile
-            table[int(entry.name)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
+            table[int(entry.name)] = (int(fields[1]), sum(int(tick) for tick in fields[11:15]))
         return table
 
     def read(self) -> dict[str, float]:
