@@ -197,7 +197,27 @@ def citation(memory_id: str, version: int) -> str:
     return f"{memory_id}@v{version}"
 
 
-class Memory(models.Model):
+class MemoryFacts:
+    """What a memory derives from its fields, the same for the model and for the tuples
+    recall and list read instead (MemoryRow, memories.recall.RecallItem)."""
+
+    __slots__ = ()
+
+    @property
+    def citation(self) -> str:
+        return citation(self.id, self.version)
+
+    @property
+    def is_credentials(self) -> bool:
+        return self.category == Category.CREDENTIALS
+
+    def plaintext_content(self) -> str:
+        """The content in plaintext: credentials decrypted (memories.crypto). Redact with
+        memories.recall.display_content wherever the owner did not ask to reveal it."""
+        return open_content(self.category, self.content)
+
+
+class Memory(MemoryFacts, models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=new_memory_id, editable=False)
     mind = models.ForeignKey(Mind, on_delete=models.CASCADE, related_name="memories")
     category = models.CharField(max_length=20, choices=Category.choices)
@@ -300,25 +320,8 @@ class Memory(models.Model):
     def __str__(self) -> str:
         return f"{self.category}/{self.key}"
 
-    @property
-    def citation(self) -> str:
-        return citation(self.id, self.version)
 
-    @property
-    def is_credentials(self) -> bool:
-        return self.category == Category.CREDENTIALS
-
-    def plaintext_content(self) -> str:
-        """The content in plaintext: credentials decrypted (memories.crypto). Redact with
-        memories.recall.display_content wherever the owner did not ask to reveal it."""
-        return open_content(self.category, self.content)
-
-
-class MemoryRow(NamedTuple):
-    """A memory's shown fields, as the API returns them (MemorySerializer), fetched as a
-    tuple (``queryset.values_list(*MemoryRow._fields)``): recall and list show hundreds
-    of memories, and a model instance costs about ten times its row to build."""
-
+class _MemoryRowFields(NamedTuple):
     id: str
     mind_id: str
     category: str
@@ -341,16 +344,13 @@ class MemoryRow(NamedTuple):
     superseded_at: datetime | None
     superseded_by_id: str | None
 
-    @property
-    def citation(self) -> str:
-        return citation(self.id, self.version)
 
-    @property
-    def is_credentials(self) -> bool:
-        return self.category == Category.CREDENTIALS
+class MemoryRow(_MemoryRowFields, MemoryFacts):
+    """A memory's shown fields, as the API returns them (MemorySerializer), fetched as a
+    tuple (``queryset.values_list(*MemoryRow._fields)``): recall and list show hundreds
+    of memories, and a model instance costs about ten times its row to build."""
 
-    def plaintext_content(self) -> str:
-        return open_content(self.category, self.content)
+    __slots__ = ()
 
 
 VECTOR_FIELDS = ("search_vector", "embedding", "context_vector")

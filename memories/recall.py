@@ -9,7 +9,7 @@ from typing import NamedTuple
 from django.db import connections
 from django.db.models import Count, Q
 
-from memories.models import Category, Memory, Priority, citation, default_memory_type
+from memories.models import Category, Memory, MemoryFacts, Priority, default_memory_type
 from minds.models import Mind
 from synapse.text import indented, inline
 
@@ -25,9 +25,7 @@ WHOLE_LIMIT = 2000
 STREAM_CHUNK = 500
 
 
-class RecallItem(NamedTuple):
-    """The fields a recall block shows — fetched as tuples, far cheaper than models."""
-
+class _RecallFields(NamedTuple):
     id: str
     category: str
     key: str
@@ -40,9 +38,11 @@ class RecallItem(NamedTuple):
     occurred_at: datetime | None
     version: int
 
-    @property
-    def citation(self) -> str:
-        return citation(self.id, self.version)
+
+class RecallItem(_RecallFields, MemoryFacts):
+    """The fields a recall block shows — fetched as tuples, far cheaper than models."""
+
+    __slots__ = ()
 
 
 def recall_memories(mind: Mind):
