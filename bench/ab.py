@@ -53,17 +53,15 @@ def main() -> None:
         clients = {name: httpx.Client(base_url=server.url, timeout=30)
                    for name, server in servers.items()}
         for url in args.url or URLS:
-            def get(_index, url=url):
-                for client in clients.values():
-                    assert client.get(url, headers=headers).status_code == 200
-            for warm in range(30):
-                get(warm)
+            def fetch(client, url=url):
+                client.get(url, headers=headers).raise_for_status()
+
+            for client in clients.values():
+                timed(lambda _i, c=client: fetch(c), 30)  # warm-up
             samples = {name: [] for name in clients}
             for _ in range(args.requests):  # one pair at a time: A then B, timed apart
                 for name, client in clients.items():
-                    samples[name] += timed(
-                        lambda _i, c=client, u=url: c.get(u, headers=headers).raise_for_status(),
-                        1)
+                    samples[name] += timed(lambda _i, c=client: fetch(c), 1)
             for name, values in samples.items():
                 stats = Stats(f"{url} — {name}", values)
                 print(f"{stats.name}: p50 {stats.p50:.2f} p95 {stats.pct(95):.2f} "

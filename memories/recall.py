@@ -54,21 +54,19 @@ def recall_memories(mind: Mind):
     return memories
 
 
-def recall_items(memories, *, whole: bool = False, row=None) -> Iterable:
-    """Stream a queryset (already in recall order) as ``row`` tuples (RecallItem unless
-    told, MemoryRow for JSON); ``whole``: every row will be read (:func:`read_through`)."""
-    row = row or RecallItem
+def recall_items(memories, *, whole: bool = False, row=RecallItem) -> Iterable:
+    """Stream a queryset (already in recall order) as ``row`` tuples (RecallItem, or
+    MemoryRow for JSON); ``whole``: every row will be read (:func:`read_through`)."""
     rows = memories.values_list(*row._fields)
     for values in (read_through(rows) if whole else rows.iterator(chunk_size=500)):
         yield row(*values)
 
 
-def read_whole(queryset, *, row=None, limit: int = WHOLE_LIMIT) -> list:
+def read_whole(queryset, *, row=RecallItem, limit: int = WHOLE_LIMIT) -> list:
     """Up to ``limit + 1`` rows of ``queryset`` (in recall order) in one query, as ``row``
-    tuples (RecallItem unless told, MemoryRow for JSON). One more than ``limit`` means
+    tuples (RecallItem, or MemoryRow for JSON). One more than ``limit`` means
     the recall is too large to hold: stream it instead (the caller reads it again over a
     cursor, from the start: one snapshot, no memory shown twice or missed)."""
-    row = row or RecallItem
     return [row(*values) for values in queryset.values_list(*row._fields)[:limit + 1]]
 
 
