@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NamedTuple
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connections
 from django.db.models import Count, Q
 
@@ -23,6 +24,8 @@ MAX_CONSECUTIVE_MISSES = 200
 # streamed over a server-side cursor, in pieces of STREAM_CHUNK memories.
 WHOLE_LIMIT = 2000
 STREAM_CHUNK = 500
+# A budgeted recall reads no more rows than it shows plus SCAN_CHUNK (BudgetedScan).
+SCAN_CHUNK = 500
 
 
 class _RecallFields(NamedTuple):
@@ -60,6 +63,50 @@ def recall_items(memories, *, whole: bool = False, row=RecallItem) -> Iterable:
     rows = memories.values_list(*row._fields)
     for values in (read_through(rows) if whole else rows.iterator(chunk_size=500)):
         yield row(*values)
+
+
+class BudgetedScan:
+    """The rows of ``queryset`` (in recall order) as ``row`` tuples, for a budgeted recall:
+    read over a server-side cursor so that the rows read never exceed the rows taken
+    (:meth:`take`, called by :func:`build_recall` for each memory it shows) plus one
+    chunk. Each fetch asks for SCAN_CHUNK rows less those read and passed over so far;
+    once a chunk's worth have been passed over (memories too large for what was left of
+    the budget), the scan ends. ``first`` (memories ranked by a query, read already)
+    come before the cursor's rows and count as read. Read it inside a transaction
+    (synapse.db.reading)."""
+
+    def __init__(self, queryset, *, row=RecallItem, first: Iterable = ()):
+        self.rows = queryset.values_list(*row._fields)
+        self.row = row
+        self.first = list(first)
+        self.read = 0
+        self.taken = 0
+
+    def take(self) -> None:
+        self.taken += 1
+
+    def __iter__(self) -> Iterator:
+        self.read += len(self.first)
+        yield from self.first
+        compiler = self.rows.query.get_compiler(using=self.rows.db)
+        try:
+            sql, params = compiler.as_sql()
+        except EmptyResultSet:
+            return
+        with connections[self.rows.db].chunked_cursor() as cursor:
+            cursor.execute(sql, params)
+            for values in compiler.results_iter(results=self._fetches(cursor)):
+                yield self.row(*values)
+
+    def _fetches(self, cursor) -> Iterator[list]:
+        # Called for the next fetch only once every row fetched before has been looked at.
+        while (wanted := SCAN_CHUNK - (self.read - self.taken)) > 0:
+            rows = cursor.fetchmany(wanted)
+            self.read += len(rows)
+            if rows:
+                yield rows
+            if len(rows) < wanted:
+                return
 
 
 def read_whole(queryset, *, row=RecallItem, limit: int = WHOLE_LIMIT) -> list:
@@ -222,7 +269,8 @@ class Recall:
 
 
 def build_recall(*, mind: Mind, memories: Iterable, budget: int | None = None,
-                 totals: RecallTotals | None = None, path: str = "") -> Recall:
+                 totals: RecallTotals | None = None, path: str = "",
+                 scan: BudgetedScan | None = None) -> Recall:
     """Lay out ``memories`` (in recall order) within ``budget`` tokens.
 
     Memories are taken in order while they fit; one that does not fit is left out and
@@ -235,7 +283,8 @@ def build_recall(*, mind: Mind, memories: Iterable, budget: int | None = None,
     and naming as many of their keys as the budget allows (:func:`left_out_line`): the
     keys of those the scan read, with no second query. Room for the shortest such line is
     kept from the start whenever the recall holds a low-priority memory. The token count
-    of the text never exceeds the budget.
+    of the text never exceeds the budget. ``scan``: the BudgetedScan ``memories`` come
+    from, told of each memory shown.
     """
     header = format_header(mind, [], path)
     if budget is None:
@@ -259,6 +308,8 @@ def build_recall(*, mind: Mind, memories: Iterable, budget: int | None = None,
         block = format_block(len(chosen) + 1, memory)
         cost = estimate_tokens(block) + 1  # +1 covers the blank line between blocks
         if used + cost <= budget:
+            if scan is not None:
+                scan.take()
             chosen.append(memory)
             blocks.append(block)
             used += cost

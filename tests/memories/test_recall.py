@@ -514,3 +514,47 @@ def test_the_summary_line_names_as_many_keys_as_fit(room, expected):
     assert len(line or "") <= room
     listed = expected.split(": ", 1)[1].split(" and ")[0] if expected and ": " in expected else ""
     assert named == (listed.split(", ") if listed else [])
+
+
+# -- A budgeted recall reads no more rows than it shows plus one chunk ------------------------
+
+def test_a_budgeted_recall_reads_no_more_rows_than_it_shows_plus_one_chunk(
+        agent, remember, monkeypatch):
+    """Memories too large for the budget, with a small one after every nine: the budget
+    could hold all fifteen small ones, but the scan stops once a chunk's worth of rows have
+    been passed over. The rows counted are those the server sent (psycopg's fetches)."""
+    import psycopg
+
+    from memories import recall
+
+    monkeypatch.setattr(recall, "SCAN_CHUNK", 40)
+    for number in range(150):
+        small = number % 10 == 0
+        remember(key=f"m_{number:03d}", content="tiny" if small else "too large " * 200)
+    # Recall order: the most recently updated first.
+    order = [f"m_{number:03d}" for number in range(149, -1, -1)]
+    fetched = []
+    fetch = psycopg.ServerCursor.fetchmany
+
+    def counted(cursor, size=0):
+        rows = fetch(cursor, size)
+        fetched.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(psycopg.ServerCursor, "fetchmany", counted)
+    for form in ("", "&format=json"):
+        fetched.clear()
+        response = agent.get(f"/memory/recall?budget=400{form}")
+        assert response.status_code == 200
+        shown = int(response["X-Recall-Count"])
+        read = sum(fetched)
+        assert read <= shown + 40, (fetched, shown)
+        # The small memories among the rows read are all shown, in recall order; the
+        # budget had room for more, which a scan of every row would have shown.
+        expected = [key for key in order[:read] if int(key[2:]) % 10 == 0]
+        assert 0 < shown == len(expected) < 15
+        keys = ([memory["key"] for memory in response.json()["memories"]] if form else
+                re.findall(r"^\[\d{3}\] .*\n  (\S+)$", response.content.decode(), re.M))
+        assert keys == expected
+        assert int(response["X-Recall-Omitted"]) == 150 - shown
+        assert len(fetched) > 1  # fetches shrink as rows are passed over

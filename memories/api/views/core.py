@@ -29,6 +29,7 @@ from memories.api.serializers.memory import (
 )
 from memories.models import MemoryRow
 from memories.recall import (
+    BudgetedScan,
     RecallItem,
     build_recall,
     count_recall,
@@ -193,7 +194,7 @@ class CoreActions:
                         ranked_then_rest(ranked, rest.using(DEFAULT_DB_ALIAS)),
                         as_json=as_json, path=path)
             else:
-                ordered = ranked_then_rest(ranked, rest)
+                ordered = BudgetedScan(rest, row=row, first=ranked)
         elif budget is None:
             rows = memories.recall_order()
             ordered = read_whole(rows, row=row)
@@ -209,8 +210,9 @@ class CoreActions:
                 return self._stream_everything(mind, count_recall(memories), stream,
                                                as_json=as_json, path=path)
         else:
-            # A budgeted scan reads in recall order until nothing more fits.
-            ordered = recall_items(memories.recall_order(), row=row)
+            # A budgeted scan reads in recall order until nothing more fits, and no more
+            # rows than it shows plus one chunk (recall.BudgetedScan).
+            ordered = BudgetedScan(memories.recall_order(), row=row)
         # A budgeted scan may stop early: the counts say how many it left out, ranked by
         # ``q`` or not.
         totals = count_recall(memories) if budget is not None else None
@@ -219,7 +221,7 @@ class CoreActions:
         # was read whole above.
         with reading(ordered, using=memories.db) as rows:
             recall = build_recall(mind=mind, memories=rows, budget=budget, totals=totals,
-                                  path=path)
+                                  path=path, scan=ordered if budget is not None else None)
         headers = {"X-Recall-Tokens": str(recall.tokens),
                    "X-Recall-Omitted": str(recall.omitted),
                    "X-Recall-Count": str(len(recall.memories))}
