@@ -167,6 +167,11 @@ class MemoryQuerySet(models.QuerySet):
         """Without loading the search vectors and the embedding (large, rarely read)."""
         return self.defer(*VECTOR_FIELDS)
 
+    def locked(self, pk: str) -> "Memory":
+        """The memory ``pk`` with its mind, its row locked for the transaction — its row
+        only (FOR UPDATE OF): other memories of the mind stay free to change."""
+        return self.select_for_update(of=("self",)).select_related("mind").get(pk=pk)
+
     def recall_order(self) -> "MemoryQuerySet":
         """Critical first, then high, normal, low; most recently updated first within each."""
         return self.order_by("priority_rank", "-updated_at", "id")

@@ -84,7 +84,7 @@ def memory_uncompact(*, summary: Memory, actor,
     """Undo a compaction: the originals superseded by ``summary`` come back into recall
     and the summary goes to the trash. Returns the originals."""
     with transaction.atomic():
-        locked = Memory.objects.select_for_update().select_related("mind").get(pk=summary.pk)
+        locked = Memory.objects.locked(summary.pk)
         originals = list(Memory.objects.select_for_update().filter(superseded_by=locked)
                          .order_by("id"))
         if not originals:

@@ -393,7 +393,7 @@ def memory_update(*, memory: Memory, actor, provenance: Provenance = NO_PROVENAN
     leave its category without the content sent again.
     """
     with transaction.atomic(), charging(memory.mind):
-        locked = Memory.objects.select_for_update().select_related("mind").get(pk=memory.pk)
+        locked = Memory.objects.locked(memory.pk)
         if (locked.is_credentials and "content" not in fields
                 and fields.get("category", Category.CREDENTIALS) != Category.CREDENTIALS):
             raise CredentialsContentRequired()
@@ -426,7 +426,7 @@ def memory_restore(*, memory: Memory, actor,
     """Take a memory out of the trash. Raises MemoryConflict when its (category, key) was
     reused meanwhile by a memory outside the trash."""
     with transaction.atomic():
-        locked = Memory.objects.select_for_update().select_related("mind").get(pk=memory.pk)
+        locked = Memory.objects.locked(memory.pk)
         if locked.deleted_at is None:
             return locked
         locked.deleted_at = None
@@ -449,7 +449,7 @@ def memory_revert(*, memory: Memory, actor, version: int,
     """Make a new version equal to an earlier one (``version``); history is kept. The new
     version's parent is the version that was current, ``reverted_from`` is ``version``."""
     with transaction.atomic(), charging(memory.mind):
-        locked = Memory.objects.select_for_update().select_related("mind").get(pk=memory.pk)
+        locked = Memory.objects.locked(memory.pk)
         snapshot = MemoryVersion.objects.filter(memory=locked, version=version).first()
         if snapshot is None:
             raise MemoryVersion.DoesNotExist(f"Memory {locked.id} has no version {version}.")

@@ -41,7 +41,7 @@ def memory_set_verified(*, memory: Memory, user, verified: bool, version: int | 
     if is_agent(user) or user is None:
         raise PermissionError("Only a human may verify or unverify a memory.")
     with transaction.atomic():
-        locked = Memory.objects.select_for_update().select_related("mind").get(pk=memory.pk)
+        locked = Memory.objects.locked(memory.pk)
         if version is not None and locked.version != version:
             raise VersionConflict(
                 f"Memory {locked.id} changed since you saw it (you saw version {version}, "
@@ -115,8 +115,8 @@ def _review_many(*, mind: Mind, user, seen: dict[str, int], verb: str,
         raise PermissionError("Only a human may review memories in bulk.")
     with transaction.atomic():
         locked = {memory.id: memory for memory in
-                  Memory.objects.select_for_update().select_related("mind").for_mind(mind)
-                  .alive().filter(pk__in=list(seen)).order_by("id")}
+                  Memory.objects.select_for_update(of=("self",)).select_related("mind")
+                  .for_mind(mind).alive().filter(pk__in=list(seen)).order_by("id")}
         stale = [_stale(memory_id, seen=version,
                         current=locked[memory_id].version if memory_id in locked else None)
                  for memory_id, version in seen.items()

@@ -158,3 +158,43 @@ def test_writers_at_the_limit_never_take_the_mind_over_it(live_server, alice_key
                if r.status_code == 403)
     assert Memory.objects.filter(mind=key.mind).count() == limit
     assert mind_usage(key.mind).memories == limit
+
+
+def test_updates_of_two_memories_of_one_mind_do_not_wait_for_each_other(alice_key):
+    """An update locks its memory's row, not the mind's: a writer holding its update's
+    transaction open leaves another memory of the mind free to change."""
+    from memories.services import memory_update
+
+    key, _plaintext = alice_key
+    agent = AgentPrincipal(key=key)
+    first, second = (memory_store(mind=key.mind, actor=agent, category="fact", key=name,
+                                  content="Before").memory for name in ("first", "second"))
+    updated, release = Event(), Event()
+
+    def slow_writer():
+        try:
+            with transaction.atomic():
+                memory_update(memory=first, actor=agent, content="First, held open")
+                updated.set()  # its locks are held until this transaction ends
+                release.wait(60)
+        finally:
+            connection.close()
+
+    holder = Thread(target=slow_writer)
+    holder.start()
+    try:
+        assert updated.wait(30)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '3s'")  # a wait fails instead of hanging
+        try:
+            _memory, changed = memory_update(memory=second, actor=agent, content="Second")
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET lock_timeout")
+        assert changed
+    finally:
+        release.set()
+        holder.join(60)
+    assert dict(Memory.objects.filter(key__in=["first", "second"])
+                .values_list("key", "content")) == {"first": "First, held open",
+                                                    "second": "Second"}
