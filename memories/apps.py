@@ -7,11 +7,12 @@ class MemoriesConfig(AppConfig):
     name = "memories"
 
     def preload_model(self) -> None:
-        """Load the embedding model now, unless ``SYNAPSE_PRELOAD_MODEL`` is off (gunicorn's
-        master calls this before forking its workers: synapse/gunicorn_conf.py)."""
+        """Load what searches need now (the query encoder: memories.embeddings.preload),
+        unless ``SYNAPSE_PRELOAD_MODEL`` is off (gunicorn's master calls this before forking
+        its workers: synapse/gunicorn_conf.py)."""
         from django.conf import settings
 
         if settings.SYNAPSE["PRELOAD_MODEL"]:
-            from memories.embeddings import get_model
+            from memories.embeddings import preload
 
-            get_model()
+            preload()

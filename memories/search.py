@@ -14,7 +14,7 @@ from django.db.models.expressions import RawSQL
 from pgvector.django import CosineDistance
 
 from memories import ranking
-from memories.embeddings import embed_query, model_name
+from memories.embeddings import embed_query, model_name, query_encoder_name
 from memories.models import Category, Memory
 from memories.query import (
     DEFAULT_CONFIG,
@@ -58,7 +58,7 @@ class QueryEmbeddingCache:
 
     def __init__(self, size: int = QUERY_EMBEDDING_CACHE_SIZE):
         self.size = size
-        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._vectors: OrderedDict[tuple[str, str, str], np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -69,7 +69,7 @@ class QueryEmbeddingCache:
             self._vectors.clear()
 
     def get(self, text: str) -> list[float]:
-        key = (model_name(), text)
+        key = (model_name(), query_encoder_name(), text)
         with self._lock:
             vector = self._vectors.get(key)
             if vector is not None:

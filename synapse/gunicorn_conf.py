@@ -27,11 +27,14 @@ wsgi_app = "synapse.asgi:application"
 
 
 def when_ready(server):
-    """Load the embedding model once, in the master, before any worker starts: every worker
-    is forked with it (its weights shared copy-on-write, not one copy per worker), and no
-    request waits for it (``SYNAPSE_PRELOAD_MODEL=false`` loads it in each worker on the
-    first query instead). Nothing has run the model yet, so no thread pool crosses the fork.
-    A model that cannot load is logged here and raises again where a query needs it."""
+    """Load what searches need once, in the master, before any worker starts: the query
+    encoder (memories.embeddings.preload: the int8 ONNX copy of the model, or the model
+    itself when it encodes the questions). Every worker is forked with it (its weights
+    shared copy-on-write, not one copy per worker), and no request waits for it
+    (``SYNAPSE_PRELOAD_MODEL=false`` loads it in each worker on the first query instead).
+    Nothing has run it yet, and it runs on the calling thread, so no thread pool crosses
+    the fork. An encoder that cannot load is logged here and raises again where a query
+    needs it."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synapse.settings")
     import django
 
@@ -45,9 +48,10 @@ def when_ready(server):
     from django.db import connections
 
     connections.close_all()  # no connection of the master's crosses the fork
-    # What the master loaded (Django, the model: about 550,000 objects with torch) is never
-    # garbage: frozen, the workers' collections do not walk it on every pass (recall
-    # allocates enough to start many) and do not touch its pages (kept shared).
+    # What the master loaded (Django and the encoder; about 550,000 objects when that is
+    # the model, with torch) is never garbage: frozen, the workers' collections do not walk
+    # it on every pass (recall allocates enough to start many) and do not touch its pages
+    # (kept shared).
     gc.freeze()
 
 

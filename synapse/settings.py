@@ -463,6 +463,9 @@ SYNAPSE = {
     "EMBEDDING_MODEL": env_str("SYNAPSE_EMBEDDING_MODEL", "all-MiniLM-L6-v2"),
     "EMBEDDING_DIM": env_int("SYNAPSE_EMBEDDING_DIM", 384),
     "EMBED_BATCH_SIZE": env_int("SYNAPSE_EMBED_BATCH_SIZE", 64),
+    # What embeds search questions (memories.embeddings.query_encoder_name): "int8" (the
+    # bundled model's int8 ONNX copy, the default with the bundled model) or "model".
+    "QUERY_ENCODER": env_str("SYNAPSE_QUERY_ENCODER", ""),
     # The embedding worker (manage.py embed_worker; docs/scaling.md, "The embedding worker"):
     # memories claimed per transaction, torch threads, niceness, and how often it looks for
     # memories embedded by another model.
@@ -470,8 +473,8 @@ SYNAPSE = {
     "EMBED_THREADS": env_int("SYNAPSE_EMBED_THREADS", max(1, (os.cpu_count() or 2) // 2)),
     "EMBED_NICE": env_int("SYNAPSE_EMBED_NICE", 10),
     "EMBED_SWEEP_SECONDS": env_int("SYNAPSE_EMBED_SWEEP_SECONDS", 3600),
-    # gunicorn loads the model in its master before forking the web workers
-    # (synapse/gunicorn_conf.py).
+    # gunicorn loads the query encoder (and the model, when it encodes the questions) in
+    # its master before forking the web workers (synapse/gunicorn_conf.py).
     "PRELOAD_MODEL": env_bool("SYNAPSE_PRELOAD_MODEL", True),
     # Closed by default in production: anyone who reaches the server could open accounts.
     "ALLOW_REGISTRATION": env_bool("SYNAPSE_ALLOW_REGISTRATION", not PRODUCTION),

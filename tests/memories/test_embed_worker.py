@@ -84,7 +84,7 @@ def test_the_write_stores_each_memory_its_own_vector_in_one_statement(model, rem
     assert len(updates) == 1
     for memory in memories:
         stored = Memory.objects.get(pk=memory.pk)
-        expected = embeddings.embed_query(embeddings.embedding_text(stored))
+        expected = embeddings.embed_texts([embeddings.embedding_text(stored)])[0]
         assert stored.embedding_model == embeddings.model_name()
         assert not stored.embedding_pending
         assert sum(a * b for a, b in zip(stored.embedding, expected, strict=True)) > 0.999
