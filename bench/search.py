@@ -59,6 +59,7 @@ def free_port() -> int:
 
 def load(args, rng):
     """Create the minds and memories; return (target mind, key plaintext, throughputs)."""
+    from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.db import connection
 
@@ -98,7 +99,8 @@ def load(args, rng):
                  batch_size=64, normalize_embeddings=True)
     model_rate = args.embedded / (time.monotonic() - started)
     started = time.monotonic()
-    while embeddings.embed_batch(limit=64):
+    # Claims of the worker's size (SYNAPSE_EMBED_CLAIM_SIZE), as manage.py embed_worker.
+    while embeddings.embed_batch(limit=settings.SYNAPSE["EMBED_CLAIM_SIZE"]):
         pass
     worker_rate = args.embedded / (time.monotonic() - started)
     print(f"model {model_rate:.0f}/s, worker {worker_rate:.0f}/s", flush=True)
