@@ -18,12 +18,27 @@ class SynapseWorker(UvicornWorker):
     CONFIG_KWARGS = {**UvicornWorker.CONFIG_KWARGS, "access_log": False, "lifespan": "on"}
 
 
+WORKER_CLASSES = ("uvicorn", "gthread")
+
 bind = os.environ.get("SYNAPSE_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("WEB_CONCURRENCY", max(2, multiprocessing.cpu_count())))
-worker_class = "synapse.gunicorn_conf.SynapseWorker"
 timeout = 60
 graceful_timeout = 20
-wsgi_app = "synapse.asgi:application"
+# ``SYNAPSE_WORKER_CLASS``: ``uvicorn`` (the default) serves everything, ``/mcp`` included,
+# through synapse.asgi; ``gthread`` serves Django alone over WSGI, on SYNAPSE_THREADS threads
+# per worker — the REST API, the web UI and the admin, about 0.3 ms less per request
+# (bench/results/floor.md) — and answers ``/mcp`` with a 404 that says where it is served
+# (docs/scaling.md, "REST-only nodes").
+_worker_class = os.environ.get("SYNAPSE_WORKER_CLASS", "uvicorn")
+if _worker_class not in WORKER_CLASSES:
+    raise SystemExit(f"SYNAPSE_WORKER_CLASS={_worker_class!r} is none of {WORKER_CLASSES}.")
+if _worker_class == "gthread":
+    worker_class = "gthread"
+    threads = int(os.environ.get("SYNAPSE_THREADS", "4"))
+    wsgi_app = "synapse.wsgi:application"
+else:
+    worker_class = "synapse.gunicorn_conf.SynapseWorker"
+    wsgi_app = "synapse.asgi:application"
 
 
 def when_ready(server):

@@ -8,9 +8,11 @@ from oauth2_provider.views import RevokeTokenView, TokenView
 
 from minds import oauth_views
 from synapse.agent_config_api import AgentConfigurationView
+from synapse.api.errors import mcp_not_served
 from synapse.metrics_view import metrics_view
 
 handler404 = "synapse.api.json_handler404"
+
 handler500 = "synapse.api.json_handler500"
 
 urlpatterns = [
@@ -30,6 +32,10 @@ urlpatterns = [
     path("oauth/token", TokenView.as_view(), name="oauth-token"),
     path("oauth/register", oauth_views.RegisterView.as_view(), name="oauth-register"),
     path("oauth/revoke", RevokeTokenView.as_view(), name="oauth-revoke"),
+    # Reached only where Django serves /mcp itself: a gthread (WSGI) node; on the default
+    # server synapse.asgi hands /mcp to MCP before Django sees it.
+    path("mcp", mcp_not_served),
+    path("mcp/", mcp_not_served),
     # Django serves it: synapse.asgi hands MCP exactly /mcp and /mcp/, nothing below them.
     path("mcp/config/autonomous-agent", AgentConfigurationView.as_view(),
          name="mcp-agent-config"),

@@ -7,6 +7,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from psycopg.errors import QueryCanceled
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
@@ -131,6 +132,15 @@ def exception_handler(exc, context):
 
 def json_handler404(request, exception=None):
     return error_response(404, "not_found", "Not found.")
+
+
+@csrf_exempt  # any method: an MCP client POSTs
+def mcp_not_served(request):
+    """``/mcp`` where Django serves it: a REST-only node (``SYNAPSE_WORKER_CLASS=gthread``,
+    synapse/gunicorn_conf.py); elsewhere synapse.asgi answers ``/mcp`` before Django."""
+    return error_response(404, "not_found", "This node serves the REST API only "
+                          "(SYNAPSE_WORKER_CLASS=gthread): /mcp is served by the nodes on "
+                          "the default server (SYNAPSE_WORKER_CLASS=uvicorn).")
 
 
 def json_handler500(request):
