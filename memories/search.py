@@ -173,24 +173,29 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
     index = {term: position for position, term in enumerate(unique_terms)}
     where, where_params = _where(memories)
 
-    term_columns, params = [], []
+    term_columns, params, term_sqls = [], [], []
     for position, term in enumerate(unique_terms):
         sql, term_params = term.tsquery_sql()
         term_columns.append(f"{sql} AS t{position}")
+        term_sqls.append(sql)
         params += term_params
     positions = range(len(unique_terms))
-    any_sql = " || ".join(f"q.t{position}" for position in positions)
+    # Spelled out (not read from q) so the planner sees the query and reads the rows
+    # holding any word through the GIN index, ANDed with the mind's index.
+    any_sql = " || ".join(term_sqls)
     found = f"memories_memory.search_vector @@ ({any_sql})"
-    document, joined = "CASE WHEN h.hit THEN h.sv END", ""
+    document, joined = "h.sv", ""
     if context:
         # Two documents; the rank reads both as one, concatenated once per matching row,
         # not once per term (OFFSET 0 keeps the planner from inlining it).
         found = f"({found} OR memories_memory.context_vector @@ ({any_sql}))"
-        joined = ("CROSS JOIN LATERAL (SELECT CASE WHEN h.hit THEN h.sv || coalesce(h.cv, "
-                  "''::tsvector) END AS document OFFSET 0) d")
+        params_found = params * 2
+        joined = ("CROSS JOIN LATERAL (SELECT h.sv || coalesce(h.cv, ''::tsvector) "
+                  "AS document OFFSET 0) d")
         document = "d.document"
-    flags = ", ".join(f"h.hit AND {document} @@ q.t{position} AS m{position}"
-                      for position in positions)
+    else:
+        params_found = list(params)
+    flags = ", ".join(f"{document} @@ q.t{position} AS m{position}" for position in positions)
     all_sql = " AND ".join("(" + " OR ".join(f"m.m{index[term]}" for term in clause) + ")"
                            for clause in clauses)
     exclusion, exclusion_params = "", []
@@ -215,12 +220,13 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
         partial_when, partial_params = "FALSE", []
     else:
         partial_when, partial_params = "n.full_count = 0", []
-    # Two passes over the memories matching any word: the first only tests which words each
-    # holds (counts for the idf, which rows match every clause); ts_rank, the costly part,
-    # then runs only for the rows that can make the page: the full matches, and the partial
-    # ones only when they may be shown (the second branch's one-time filter skips them
-    # otherwise). Only fragments built here are formatted in; the user's text travels as
-    # parameters.
+    # Only the memories holding any word are read (the GIN index, with the mind's), and
+    # twice: the first pass only tests which words each holds (counts for the idf, which
+    # rows match every clause); ts_rank, the costly part, then runs only for the rows that
+    # can make the page: the full matches, and the partial ones only when they may be shown
+    # (the second branch's one-time filter skips them otherwise). The idf's N, the size of
+    # the filtered set, is counted apart, without reading any document. Only fragments
+    # built here are formatted in; the user's text travels as parameters.
     branch = f"""
             SELECT c.id, ({score}) AS score, c.all_match
             FROM c CROSS JOIN n CROSS JOIN q
@@ -232,32 +238,31 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
         WITH q AS (SELECT {', '.join(term_columns)}),
         c AS MATERIALIZED (
             SELECT m.*, coalesce({all_sql}, FALSE) AS all_match FROM (
-                SELECT h.id, h.hit, {document} AS document, {flags}
+                SELECT h.id, {document} AS document, {flags}
                 FROM (
-                    SELECT memories_memory.id, coalesce({found} {exclusion}, FALSE) AS hit,
-                           memories_memory.search_vector AS sv,
+                    SELECT memories_memory.id, memories_memory.search_vector AS sv,
                            memories_memory.context_vector AS cv
-                    FROM memories_memory CROSS JOIN q
-                    WHERE {where}
+                    FROM memories_memory
+                    WHERE ({where}) AND {found} {exclusion}
                     OFFSET 0
                 ) h CROSS JOIN q {joined}
             ) m
         ),
         n AS MATERIALIZED (
             SELECT count(*) FILTER (WHERE c.all_match) AS full_count, {document_counts},
-                   count(*)::float AS n
+                   (SELECT count(*) FROM memories_memory WHERE {where})::float AS n
             FROM c
         )
         SELECT ranked.id, ranked.score, ranked.all_match, n.full_count > 0 FROM (
             ({branch.replace("CONDITION", "c.all_match")})
             UNION ALL
-            ({branch.replace("CONDITION", f"c.hit AND NOT c.all_match AND {partial_when}")})
+            ({branch.replace("CONDITION", f"NOT c.all_match AND {partial_when}")})
         ) ranked CROSS JOIN n
         ORDER BY ranked.all_match DESC, ranked.score DESC, ranked.id
         LIMIT %s
     """  # noqa: S608
-    all_params = (params + exclusion_params + where_params + [limit] + partial_params
-                  + [limit, limit])
+    all_params = (params + where_params + params_found + exclusion_params + where_params
+                  + [limit] + partial_params + [limit, limit])
     with connections[memories.db].cursor() as cursor:
         cursor.execute(sql, all_params)
         rows = cursor.fetchall()
