@@ -15,7 +15,9 @@ index lookups). Measured sequentially over keep-alive HTTP, one gunicorn worker 
    process), replayed with psycopg on one connection.
 
 Then a profile (cProfile) of ``GET /memory/{id}`` in process (Django's test client, the
-whole handler) splits its Python time into layers. Writes bench/results/floor.md.
+whole handler) splits its Python time into layers, and so does one of each other hot route
+(list, store, upsert, recall whole and under a budget; ``--route-profile`` requests each),
+to show where each spends what its SQL does not. Writes bench/results/floor.md.
 """
 
 import argparse
@@ -61,22 +63,53 @@ LAYERS = [
 ]
 
 
-def profile_layers(call, requests: int) -> list[tuple[str, float]]:
-    """Milliseconds per request spent in each layer, from a cProfile run of ``call``."""
+# The other hot routes' layers: (label, file suffix, function, how entries of that name
+# combine: "max" the outermost, "sum" distinct functions of one name, e.g. each compiler's
+# as_sql). The handler, middleware and dispatch rows come first, as above.
+ROUTE_LAYERS = [
+    ("authentication: the Mind Key (its query included)", "minds/authentication.py",
+     "authenticate", "max"),
+    ("all SQL, from Django's cursor (waiting included)", "django/db/backends/utils.py",
+     "_execute", "max"),
+    ("the ORM building statements (the compilers' as_sql)", "django/db/models/sql/compiler.py",
+     "as_sql", "sum"),
+    ("validation (query parameters, body: Serializer.is_valid)",
+     "rest_framework/serializers.py", "is_valid", "max"),
+    ("the write service (memory_store, its SQL included)", "memories/services/memory.py",
+     "memory_store", "max"),
+    ("the serializer (.data)", "rest_framework/serializers.py", "data", "max"),
+    ("the recall text (format_block, each memory's block)", "memories/recall.py",
+     "format_block", "max"),
+    ("rendering JSON (JSONRenderer.render)", "rest_framework/renderers.py", "render", "max"),
+]
+
+
+def profiled(call, requests: int) -> dict:
+    """A cProfile run of ``call``: {(file, line, name): (cc, nc, tt, ct, callers)}."""
     profiler = cProfile.Profile()
     profiler.enable()
     for index in range(requests):
         call(index)
     profiler.disable()
-    stats = pstats.Stats(profiler).stats  # {(file, line, name): (cc, nc, tt, ct, callers)}
+    return pstats.Stats(profiler).stats
 
-    def cumulative(suffix: str, name: str) -> float:
-        """The outermost of the functions so named (``Serializer.data`` calls
-        ``BaseSerializer.data``): the largest cumulative time."""
-        return max(entry[3] for (file, _line, function), entry in stats.items()
-                   if file.endswith(suffix) and function == name) * 1000 / requests
 
-    measured = {label: cumulative(suffix, name) for label, suffix, name in LAYERS if suffix}
+def cumulative(stats: dict, suffix: str, name: str, combine: str = "max") -> float | None:
+    """Seconds in the functions so named (cumulative), or None when none ran: the
+    outermost of them (``Serializer.data`` calls ``BaseSerializer.data``: the largest), or
+    their sum."""
+    times = [entry[3] for (file, _line, function), entry in stats.items()
+             if file.endswith(suffix) and function == name]
+    if not times:
+        return None
+    return sum(times) if combine == "sum" else max(times)
+
+
+def profile_layers(call, requests: int) -> list[tuple[str, float]]:
+    """Milliseconds per request spent in each layer, from a cProfile run of ``call``."""
+    stats = profiled(call, requests)
+    measured = {label: cumulative(stats, suffix, name) * 1000 / requests
+                for label, suffix, name in LAYERS if suffix}
     handler = measured[LAYERS[0][0]]
     dispatch = measured[LAYERS[2][0]]
     result = []
@@ -85,10 +118,30 @@ def profile_layers(call, requests: int) -> list[tuple[str, float]]:
     return result
 
 
+def route_layers(call, requests: int) -> dict[str, float | None]:
+    """Milliseconds per request in the handler, the middleware, DRF's dispatch and each of
+    ROUTE_LAYERS (None: the route never ran it)."""
+    stats = profiled(call, requests)
+
+    def ms(suffix, name, combine="max"):
+        seconds = cumulative(stats, suffix, name, combine)
+        return None if seconds is None else seconds * 1000 / requests
+
+    handler = ms("django/core/handlers/base.py", "get_response")
+    dispatch = ms("rest_framework/views.py", "dispatch")
+    result = {"the whole handler": handler, "middleware before and after the view":
+              handler - dispatch, "DRF's dispatch (everything in the view)": dispatch}
+    for label, suffix, name, combine in ROUTE_LAYERS:
+        result[label] = ms(suffix, name, combine)
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--profile", type=int, default=2000, help="requests profiled")
+    parser.add_argument("--route-profile", type=int, default=300,
+                        help="requests profiled for each other route")
     parser.add_argument("--keep-data", action="store_true")
     parser.add_argument("--output", default=str(ROOT / "bench/results/floor.md"))
     args = parser.parse_args()
@@ -153,6 +206,7 @@ def main() -> None:
         get_inproc(warm)
     in_process = Stats("GET /memory/{id} in process (test client)", timed(get_inproc, n))
     layers = profile_layers(get_inproc, args.profile)
+    routes = other_routes(inproc, args.route_profile)
 
     lines = [
         "# The request floor (bench/floor.py)", "",
@@ -174,11 +228,59 @@ def main() -> None:
     handler = layers[0][1]
     for label, value in layers:
         lines.append(f"| {label} | {value:.3f} | {100 * value / handler:.0f} % |")
+    names = list(routes)
+    lines += [
+        "", f"## The other hot routes: {args.route_profile} requests each in process under "
+        "cProfile", "",
+        "The same mind; each column one route, in process (the test client). First row: the "
+        "route's p50 unprofiled; then milliseconds per request in each layer under cProfile "
+        "(cumulative: a layer includes what it calls, SQL included where it says so) and its "
+        "share of the handler. `–`: the route does not run it.", "",
+        "| layer | " + " | ".join(f"`{name}`" for name in names) + " |",
+        "|---|" + "---|" * len(names),
+        "| p50 unprofiled (ms) | " + " | ".join(f"{routes[name][0]:.2f}" for name in names)
+        + " |",
+    ]
+    for label in routes[names[0]][1]:
+        cells = []
+        for name in names:
+            value, whole = routes[name][1][label], routes[name][1]["the whole handler"]
+            cells.append("–" if value is None else f"{value:.2f} ({100 * value / whole:.0f} %)")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     output = Path(args.output)
     output.write_text("\n".join(lines) + "\n")
     print(output.read_text())
     raw.close()
     teardown(data_dir, args.keep_data)
+
+
+def other_routes(client, requests: int) -> dict[str, tuple[float, dict]]:
+    """Each hot route's unprofiled p50 and its layers (route_layers), in process."""
+    def check(response, status=200):
+        assert response.status_code == status, response.content[:300]
+
+    keys = iter(range(10**9))
+    calls = {
+        "GET /memory?limit=50": lambda i: check(client.get("/memory?limit=50")),
+        "POST /memory (store)": lambda i: check(client.post("/memory", {
+            "category": "note", "key": f"floor_new_{next(keys)}",
+            "content": f"A new note about the floor, number {i}"}, format="json"), 201),
+        "POST /memory (upsert)": lambda i: check(client.post("/memory", {
+            "category": "note", "key": f"floor_upsert_{i % 20}",
+            "content": f"The note changed again, number {next(keys)}"}, format="json"),
+            200 if i >= 20 else 201),
+        "GET /memory/recall": lambda i: check(client.get("/memory/recall")),
+        "GET /memory/recall?budget=2000": lambda i: check(
+            client.get("/memory/recall?budget=2000")),
+    }
+    result = {}
+    for name, call in calls.items():
+        for warm in range(20):
+            call(warm)
+        stats = Stats(name, timed(lambda i, call=call: call(20 + i), requests))
+        result[name] = (stats.p50, route_layers(lambda i, call=call: call(20 + i), requests))
+        print(f"{name}: p50 {stats.p50:.2f} ms in process", flush=True)
+    return result
 
 
 if __name__ == "__main__":
