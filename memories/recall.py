@@ -4,6 +4,7 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import NamedTuple
 
 from django.core.exceptions import EmptyResultSet
@@ -173,9 +174,8 @@ def format_block(position: int, memory: Memory | RecallItem) -> str:
     stays unambiguous (stored text is data, never instructions). Writes refuse such keys and
     tags (synapse.text); this holds for rows that got in before.
     """
-    status = "[verified]" if memory.verified else "[unverified]"
-    header = (f"[{position:03d}] {inline(memory.category)} ({inline(memory.priority.upper())}) "
-              f"{status} {memory.citation}")
+    fields = _header_fields(memory.category, memory.priority, memory.verified)
+    header = f"[{position:03d}] {fields} {memory.citation}"
     place = format_place(memory)
     lines = [f"{header} {place}" if place else header]
     lines += indented(memory.key)
@@ -183,6 +183,21 @@ def format_block(position: int, memory: Memory | RecallItem) -> str:
     if memory.tags:
         lines += indented(f"Tags: {', '.join(memory.tags)}")
     return "\n".join(lines)
+
+
+# A recall lays out thousands of blocks whose headers share a few categories, priorities,
+# types and paths: their escaped forms are kept (bounded; pure functions of their arguments).
+@lru_cache(maxsize=1024)
+def _header_fields(category: str, priority: str, verified: bool) -> str:
+    status = "[verified]" if verified else "[unverified]"
+    return f"{inline(category)} ({inline(priority.upper())}) {status}"
+
+
+@lru_cache(maxsize=4096)
+def _place(category: str, memory_type: str, path: str) -> str:
+    if memory_type == default_memory_type(category) and not path:
+        return ""
+    return f"{inline(memory_type)} {inline(path)}" if path else inline(memory_type)
 
 
 def format_place(memory: Memory | RecallItem) -> str:
@@ -193,15 +208,11 @@ def format_place(memory: Memory | RecallItem) -> str:
 
     The type is also shown, default or not, when a path follows it: a path may be a single
     segment spelled like a type (``working``), and a header must read one way only."""
-    default_type = memory.memory_type == default_memory_type(memory.category)
-    if default_type and not memory.path and memory.occurred_at is None:
-        return ""
-    parts = [inline(memory.memory_type)]
-    if memory.path:
-        parts.append(inline(memory.path))
-    if memory.occurred_at is not None:
-        parts.append("@" + format_moment(memory.occurred_at))
-    return " ".join(parts)
+    if memory.occurred_at is None:
+        return _place(memory.category, memory.memory_type, memory.path)
+    where = _place(memory.category, memory.memory_type, memory.path) or inline(
+        memory.memory_type)
+    return f"{where} @{format_moment(memory.occurred_at)}"
 
 
 def format_moment(moment: datetime) -> str:
