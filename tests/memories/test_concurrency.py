@@ -1,6 +1,7 @@
 """Concurrent writers against a live server never lose an update or answer 5xx."""
 
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from threading import Barrier, Event, Thread
 
 import httpx
@@ -15,6 +16,31 @@ from minds.authentication import AgentPrincipal
 pytestmark = pytest.mark.django_db(transaction=True)
 
 CLIENTS = 20
+
+
+@contextmanager
+def held_open(write):
+    """Run ``write()`` in a transaction on another thread and keep that transaction, and
+    the locks it took, open until the block ends."""
+    written, release = Event(), Event()
+
+    def holder():
+        try:
+            with transaction.atomic():
+                write()
+                written.set()
+                release.wait(60)
+        finally:
+            connection.close()
+
+    thread = Thread(target=holder)
+    thread.start()
+    try:
+        assert written.wait(30)
+        yield
+    finally:
+        release.set()
+        thread.join(60)
 
 
 def test_twenty_clients_upserting_one_key_end_with_one_memory_and_a_version_per_change(
@@ -103,22 +129,9 @@ def test_a_writer_holding_its_counter_slot_does_not_hold_up_the_others(live_serv
     a writer that waits for the slot it picked while other slots are free: every writer
     below picks the held slot first, and none may wait for it."""
     key, plaintext = alice_key
-    charged, release = Event(), Event()
-
-    def slow_writer():
-        try:
-            with transaction.atomic():
-                memory_store(mind=key.mind, actor=AgentPrincipal(key=key), category="fact",
-                             key="slow", content="Held open")
-                charged.set()  # its slot row is locked until this transaction ends
-                release.wait(60)
-        finally:
-            connection.close()
-
-    holder = Thread(target=slow_writer)
-    holder.start()
-    try:
-        assert charged.wait(30)
+    # Its slot row is locked until the transaction ends.
+    with held_open(lambda: memory_store(mind=key.mind, actor=AgentPrincipal(key=key),
+                                        category="fact", key="slow", content="Held open")):
         with transaction.atomic():
             free = set(QuotaCounter.objects.select_for_update(skip_locked=True)
                        .filter(mind=key.mind).values_list("slot", flat=True))
@@ -136,9 +149,6 @@ def test_a_writer_holding_its_counter_slot_does_not_hold_up_the_others(live_serv
             with ThreadPoolExecutor(8) as pool:
                 finished = list(pool.map(store, range(8)))
         assert finished == [201] * 8  # 0: the client gave up after 5 s of waiting
-    finally:
-        release.set()
-        holder.join()
     assert mind_usage(key.mind).memories == Memory.objects.filter(mind=key.mind).count() == 9
 
 
@@ -169,21 +179,8 @@ def test_updates_of_two_memories_of_one_mind_do_not_wait_for_each_other(alice_ke
     agent = AgentPrincipal(key=key)
     first, second = (memory_store(mind=key.mind, actor=agent, category="fact", key=name,
                                   content="Before").memory for name in ("first", "second"))
-    updated, release = Event(), Event()
-
-    def slow_writer():
-        try:
-            with transaction.atomic():
-                memory_update(memory=first, actor=agent, content="First, held open")
-                updated.set()  # its locks are held until this transaction ends
-                release.wait(60)
-        finally:
-            connection.close()
-
-    holder = Thread(target=slow_writer)
-    holder.start()
-    try:
-        assert updated.wait(30)
+    with held_open(lambda: memory_update(memory=first, actor=agent,
+                                         content="First, held open")):
         with connection.cursor() as cursor:
             cursor.execute("SET lock_timeout = '3s'")  # a wait fails instead of hanging
         try:
@@ -192,9 +189,6 @@ def test_updates_of_two_memories_of_one_mind_do_not_wait_for_each_other(alice_ke
             with connection.cursor() as cursor:
                 cursor.execute("RESET lock_timeout")
         assert changed
-    finally:
-        release.set()
-        holder.join(60)
     assert dict(Memory.objects.filter(key__in=["first", "second"])
                 .values_list("key", "content")) == {"first": "First, held open",
                                                     "second": "Second"}
