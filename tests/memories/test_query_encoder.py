@@ -33,7 +33,10 @@ def test_int8_question_vectors_point_where_the_model_s_do(model):
     exact = np.array(embed_texts(QUESTIONS))
     assert np.allclose(np.linalg.norm(int8, axis=1), 1.0, atol=1e-5)
     cosines = (int8 * exact).sum(axis=1)
-    assert cosines.min() > 0.998, cosines
+    # Text of any length: 0.998 or more (the lowest of 600 LoCoMo questions and turns was
+    # 0.9988); an empty one, two tokens, still 0.996.
+    assert min(cosine for text, cosine in zip(QUESTIONS, cosines, strict=True) if text) > 0.998
+    assert cosines.min() > 0.995, cosines
     # Each question is nearest its own model vector, far from the others'.
     assert list((int8 @ exact.T).argmax(axis=1)) == list(range(len(QUESTIONS)))
 
