@@ -125,6 +125,21 @@ def timed(call, repeat: int) -> list[float]:
     return samples
 
 
+# pgvector builds the HNSW graph in maintenance_work_mem; once the graph no longer fits it
+# goes on far more slowly (at 1,000,000 vectors of 384 dimensions with the embedded
+# cluster's 256 MB: ~130 rows/s after the first ~300,000; bench/results/scale.md). The
+# benches build their index after loading with room for a million vectors' graph.
+HNSW_BUILD_MEMORY = os.environ.get("BENCH_HNSW_MEMORY", "3GB")
+
+
+def build_hnsw(cursor) -> None:
+    """Create the memories' HNSW index (as the migrations define it) on a loaded table."""
+    cursor.execute("SELECT set_config('maintenance_work_mem', %s, false)", [HNSW_BUILD_MEMORY])
+    cursor.execute("CREATE INDEX memory_embedding_hnsw ON memories_memory USING hnsw "
+                   "(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
+    cursor.execute("RESET maintenance_work_mem")
+
+
 def capture_sql(call) -> list[str]:
     """The SQL statements (parameters inlined) Django issues while ``call()`` runs."""
     from django.db import connection

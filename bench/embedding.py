@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import ROOT, machine_line, setup_django, teardown  # noqa: E402
+from bench.common import ROOT, build_hnsw, machine_line, setup_django, teardown  # noqa: E402
 
 
 def main() -> None:
@@ -144,8 +144,7 @@ def fill_table(count: int, user, rng: random.Random) -> None:
             batch = []
     Memory.objects.bulk_create(batch)
     with connection.cursor() as cursor:
-        cursor.execute("CREATE INDEX memory_embedding_hnsw ON memories_memory USING hnsw "
-                       "(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
+        build_hnsw(cursor)
         cursor.execute("VACUUM ANALYZE memories_memory")
     print(f"table of {count:,} loaded and indexed in {time.monotonic() - started:.0f}s",
           flush=True)

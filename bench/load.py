@@ -43,7 +43,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import ROOT, Server, machine_line, setup_django, teardown  # noqa: E402
+from bench.common import (  # noqa: E402
+    ROOT,
+    Server,
+    build_hnsw,
+    machine_line,
+    setup_django,
+    teardown,
+)
 
 RESULTS = ROOT / "bench" / "results" / "load.md"
 PRODUCTION_RATES = {"SYNAPSE_RATE_WRITE": "600/min", "SYNAPSE_RATE_SEARCH": "600/min",
@@ -121,8 +128,7 @@ def fill(*, memories: int, minds: int, seed: int = 7) -> list[str]:
             batch, versions = [], []
     loaded = time.monotonic() - started
     with connection.cursor() as cursor:
-        cursor.execute("CREATE INDEX memory_embedding_hnsw ON memories_memory USING hnsw "
-                       "(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
+        build_hnsw(cursor)
         indexed = time.monotonic() - started - loaded
         cursor.execute("VACUUM ANALYZE memories_memory")
         cursor.execute("SELECT pg_relation_size('memory_embedding_hnsw'), "

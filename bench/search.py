@@ -63,6 +63,7 @@ def load(args, rng):
     from django.contrib.auth import get_user_model
     from django.db import connection
 
+    from bench.common import build_hnsw
     from memories import embeddings
     from memories.models import Memory
     from memories.services import memory_store
@@ -132,8 +133,7 @@ def load(args, rng):
     started = time.monotonic()
     with connection.cursor() as cursor:
         cursor.execute("SET statement_timeout = 0")
-        cursor.execute("CREATE INDEX memory_embedding_hnsw ON memories_memory USING hnsw "
-                       "(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)")
+        build_hnsw(cursor)
         cursor.execute("ANALYZE memories_memory")
     print(f"HNSW index built in {time.monotonic() - started:.0f}s", flush=True)
     return target, plaintext, model_rate, worker_rate
