@@ -127,7 +127,7 @@ def timed(call, repeat: int) -> list[float]:
 
 # pgvector builds the HNSW graph in maintenance_work_mem; once the graph no longer fits it
 # goes on far more slowly (at 1,000,000 vectors of 384 dimensions with the embedded
-# cluster's 256 MB: ~130 rows/s after the first ~300,000; bench/results/scale.md). The
+# cluster's 256 MB: ~190 rows/s after the first ~300,000; bench/results/scale.md). The
 # benches build their index after loading with room for a million vectors' graph.
 HNSW_BUILD_MEMORY = os.environ.get("BENCH_HNSW_MEMORY", "3GB")
 
