@@ -61,16 +61,16 @@ class Server:
     """gunicorn with Synapse's production configuration, on a free local port."""
 
     def __init__(self, *, workers: int = 2, extra_env: dict | None = None,
-                 arguments: tuple[str, ...] = (), tree: Path = ROOT):
-        """``arguments`` go after the configuration file and override it (bench/floor.py
-        runs gunicorn's gthread worker this way); ``tree``: the checkout whose code it
-        serves (bench/ab.py serves an older one beside this one)."""
+                 tree: Path = ROOT):
+        """``extra_env`` configures it (bench/floor.py runs gunicorn's gthread worker with
+        ``SYNAPSE_WORKER_CLASS``); ``tree``: the checkout whose code it serves (bench/ab.py
+        serves an older one beside this one)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "SYNAPSE_BIND": f"127.0.0.1:{self.port}",
                "WEB_CONCURRENCY": str(workers), "LOG_LEVEL": "WARNING", **(extra_env or {})}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "synapse/gunicorn_conf.py", *arguments],
+            [sys.executable, "-m", "gunicorn", "-c", "synapse/gunicorn_conf.py"],
             cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def wait(self, path: str, headers: dict, timeout: float = 120) -> None:

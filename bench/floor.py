@@ -172,8 +172,8 @@ def main() -> None:
     rows = []
     servers = {
         "uvicorn + a2wsgi (production)": Server(workers=1),
-        "gunicorn gthread, WSGI only": Server(workers=1, arguments=(
-            "--worker-class", "gthread", "--threads", "4", "synapse.wsgi:application")),
+        "gunicorn gthread, WSGI only": Server(workers=1, extra_env={
+            "SYNAPSE_WORKER_CLASS": "gthread", "SYNAPSE_THREADS": "4"}),
     }
     try:
         for server in servers.values():

@@ -167,10 +167,14 @@ class MemoryQuerySet(models.QuerySet):
         """Without loading the search vectors and the embedding (large, rarely read)."""
         return self.defer(*VECTOR_FIELDS)
 
+    def locking(self) -> "MemoryQuerySet":
+        """These memories with their mind, their rows locked for the transaction — theirs
+        only (FOR UPDATE OF): the mind's row and its other memories stay free to change."""
+        return self.select_for_update(of=("self",)).select_related("mind")
+
     def locked(self, pk: str) -> "Memory":
-        """The memory ``pk`` with its mind, its row locked for the transaction — its row
-        only (FOR UPDATE OF): other memories of the mind stay free to change."""
-        return self.select_for_update(of=("self",)).select_related("mind").get(pk=pk)
+        """The memory ``pk``, locked (:meth:`locking`)."""
+        return self.locking().get(pk=pk)
 
     def recall_order(self) -> "MemoryQuerySet":
         """Critical first, then high, normal, low; most recently updated first within each."""

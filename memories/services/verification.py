@@ -115,8 +115,8 @@ def _review_many(*, mind: Mind, user, seen: dict[str, int], verb: str,
         raise PermissionError("Only a human may review memories in bulk.")
     with transaction.atomic():
         locked = {memory.id: memory for memory in
-                  Memory.objects.select_for_update(of=("self",)).select_related("mind")
-                  .for_mind(mind).alive().filter(pk__in=list(seen)).order_by("id")}
+                  Memory.objects.for_mind(mind).alive().filter(pk__in=list(seen))
+                  .locking().order_by("id")}
         stale = [_stale(memory_id, seen=version,
                         current=locked[memory_id].version if memory_id in locked else None)
                  for memory_id, version in seen.items()
