@@ -558,3 +558,48 @@ def test_a_budgeted_recall_reads_no_more_rows_than_it_shows_plus_one_chunk(
         assert keys == expected
         assert int(response["X-Recall-Omitted"]) == 150 - shown
         assert len(fetched) > 1  # fetches shrink as rows are passed over
+
+
+# -- Counting a whole mind reads one index alone ------------------------------------------------
+
+@pytest.mark.django_db(transaction=True)  # VACUUM runs outside a transaction
+@pytest.mark.parametrize("url, index", [
+    ("/memory/recall?budget=300", "memory_recall_counts"),
+    ("/memory/recall?budget=300&format=json", "memory_recall_counts"),
+    ("/memory?limit=2", "memory_recall_"),  # either index of the mind's current memories
+])
+def test_the_counts_that_grow_with_the_mind_read_an_index_alone(agent, remember, url, index):
+    """A budgeted recall's totals (``X-Recall-Omitted``, the left-out line) and a full
+    page's ``count`` count every memory of the mind: they are planned as an index-only
+    scan (no heap) once the table is vacuumed, as autovacuum keeps it. A count testing a
+    column the index lacks (``COUNT(id)``, ``priority``) cannot be, and fails here
+    (docs/scaling.md, "Counting a large mind")."""
+    from django.db import connection
+
+    for number in range(5):
+        remember(key=f"k_{number}", content="words " * 30,
+                 priority="low" if number % 2 else "normal")
+    plans = []
+
+    def explained(execute, sql, params, many, context):
+        if sql.startswith("SELECT COUNT("):
+            context["cursor"].execute(f"EXPLAIN {sql}", params)
+            plans.append("\n".join(row[0] for row in context["cursor"].fetchall()))
+        return execute(sql, params, many, context)
+
+    # A table this small is read whole otherwise; index and index-only scans stay on.
+    scans = ("enable_seqscan", "enable_bitmapscan")
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM (ANALYZE) memories_memory")
+        for scan in scans:
+            cursor.execute(f"SET {scan} = off")
+    try:
+        with connection.execute_wrapper(explained):
+            response = agent.get(url)
+    finally:
+        with connection.cursor() as cursor:
+            for scan in scans:
+                cursor.execute(f"RESET {scan}")
+    assert response.status_code == 200
+    assert len(plans) == 1, plans
+    assert f"Index Only Scan using {index}" in plans[0], plans[0]
