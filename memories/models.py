@@ -313,8 +313,8 @@ class Memory(MemoryFacts, models.Model):
                          condition=Q(deleted_at__isnull=True, superseded_at__isnull=True)),
             # Recall's counts (memories.recall.count_recall) and the list's ``count`` read
             # this index alone (an index-only scan, no heap): it holds every column those
-            # counts test, and is far smaller than the one above (5 MB against 41 MB for a
-            # mind of 100,000 memories).
+            # counts test, and its entries are smaller than the above's (no ``updated_at``,
+            # no ``id``).
             models.Index(fields=["mind", "priority_rank"], include=["verified", "expires_at"],
                          name="memory_recall_counts",
                          condition=Q(deleted_at__isnull=True, superseded_at__isnull=True)),
