@@ -4,11 +4,13 @@ real SMTP server (``smtp``) for the tests of mail."""
 import email
 import re
 import socket
+from contextlib import contextmanager
 from email import policy
 
 import pytest
 from aiosmtpd.controller import Controller
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import RefreshToken
@@ -58,6 +60,22 @@ def action(client, url: str, name: str, ids: list[str]):
 
 def messages_of(response) -> list[str]:
     return [str(message) for message in response.context["messages"]]
+
+
+@contextmanager
+def planner_without(*settings: str):
+    """The planner with these kinds of plan priced out (``enable_seqscan`` …) on the test's
+    connection, and put back after: a test asks whether an index *can* serve a query, not
+    which plan a tiny, busy test database favours."""
+    with connection.cursor() as cursor:
+        for setting in settings:
+            cursor.execute(f"SET {setting} = off")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            for setting in settings:
+                cursor.execute(f"RESET {setting}")
 
 
 def jwt_client(user) -> APIClient:

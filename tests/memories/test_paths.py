@@ -13,6 +13,7 @@ from memories.paths import (
     normalize_path,
     path_prefixes,
 )
+from tests.conftest import planner_without
 
 
 @pytest.mark.parametrize(("given", "normal"), [
@@ -73,7 +74,6 @@ def test_under_means_the_path_and_below_through_the_prefix_index(alice_mind, rem
         remember(key=f"elsewhere {number}", path=f"z/{number}")
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memories_memory")
-        cursor.execute("SET enable_seqscan = off")
+    with planner_without("enable_seqscan"):
         plan = under("a/b").explain()
-        cursor.execute("RESET enable_seqscan")
     assert "memory_mind_path" in plan

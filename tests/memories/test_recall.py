@@ -13,7 +13,7 @@ from memories.recall import estimate_tokens
 from memories.services import memory_delete, memory_store
 from minds.authentication import AgentPrincipal
 from minds.services import key_issue, mind_create, mind_update
-from tests.conftest import key_client
+from tests.conftest import key_client, planner_without
 
 pytestmark = pytest.mark.django_db
 
@@ -587,19 +587,12 @@ def test_the_counts_that_grow_with_the_mind_read_an_index_alone(agent, remember,
             plans.append("\n".join(row[0] for row in context["cursor"].fetchall()))
         return execute(sql, params, many, context)
 
-    # A table this small is read whole otherwise; index and index-only scans stay on.
-    scans = ("enable_seqscan", "enable_bitmapscan")
     with connection.cursor() as cursor:
         cursor.execute("VACUUM (ANALYZE) memories_memory")
-        for scan in scans:
-            cursor.execute(f"SET {scan} = off")
-    try:
-        with connection.execute_wrapper(explained):
-            response = agent.get(url)
-    finally:
-        with connection.cursor() as cursor:
-            for scan in scans:
-                cursor.execute(f"RESET {scan}")
+    # A table this small is read whole otherwise; index and index-only scans stay on.
+    with (planner_without("enable_seqscan", "enable_bitmapscan"),
+          connection.execute_wrapper(explained)):
+        response = agent.get(url)
     assert response.status_code == 200
     assert len(plans) == 1, plans
     assert f"Index Only Scan using {index}" in plans[0], plans[0]

@@ -7,6 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from memories.timeline import NotAnEpisode, neighbours, position, timeline, timeline_page
+from tests.conftest import planner_without
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -77,15 +78,10 @@ def test_timeline_queries_are_index_range_scans(mind, turns):
     # Whether the index can serve the page in order, not which plan the statistics of a
     # busy shared test database favour: every other way is priced out (a plan that needs
     # a sort still shows one, so the test fails without the index).
-    others = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
-    with connection.cursor() as cursor:
-        for setting in others:
-            cursor.execute(f"SET {setting} = off")
+    with planner_without("enable_seqscan", "enable_bitmapscan", "enable_sort"):
         plan = timeline(mind, "talks/one").filter(
             position("<", memory.occurred_at, memory.seq)).order_by(
             "-occurred_at", "-seq")[:2].explain()
-        for setting in others:
-            cursor.execute(f"RESET {setting}")
     assert "memory_timeline" in plan and "Sort" not in plan, plan
 
 
