@@ -38,6 +38,10 @@ FUSION_CANDIDATES = 50
 # (measured on LoCoMo: bench/results/retrieval.md).
 HYBRID_CANDIDATES = 100
 SEMANTIC_EF_SEARCH = 100
+HNSW_INDEX = "memory_embedding_hnsw"
+# What an HNSW iterative scan spends per entry it visits, over what an exact scan spends
+# measuring one memory (measured at 1,000,000 memories: bench/results/scale.md).
+HNSW_VISIT_COST = 5
 _MARK_START, _MARK_END = "\ue000", "\ue001"
 _HEADLINE_OPTIONS = (f"StartSel={_MARK_START}, StopSel={_MARK_END}, MaxWords=30, MinWords=12, "
                      "MaxFragments=2, FragmentDelimiter=\" … \"")
@@ -181,7 +185,7 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
         params += term_params
     positions = range(len(unique_terms))
     # Spelled out (not read from q) so the planner sees the query and reads the rows
-    # holding any word through the GIN index, ANDed with the mind's index.
+    # holding any word through the GIN index that holds the mind and the words together.
     any_sql = " || ".join(term_sqls)
     found = f"memories_memory.search_vector @@ ({any_sql})"
     document, joined = "h.sv", ""
@@ -220,7 +224,7 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
         partial_when, partial_params = "FALSE", []
     else:
         partial_when, partial_params = "n.full_count = 0", []
-    # Only the memories holding any word are read (the GIN index, with the mind's), and
+    # Only the memories holding any word are read (the mind's GIN index), and
     # twice: the first pass only tests which words each holds (counts for the idf, which
     # rows match every clause); ts_rank, the costly part, then runs only for the rows that
     # can make the page: the full matches, and the partial ones only when they may be shown
@@ -274,45 +278,68 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
 # -- Semantic search ---------------------------------------------------------------------
 
 @contextmanager
-def iterative_scan(ef_search: int = SEMANTIC_EF_SEARCH, using: str = DEFAULT_DB_ALIAS):
+def iterative_scan(ef_search: int = SEMANTIC_EF_SEARCH, using: str = DEFAULT_DB_ALIAS
+                   ) -> Iterator[float]:
     """A transaction (on database ``using``) in which HNSW scans iterate (pgvector ≥ 0.8)
     until enough rows pass the query's filters, instead of stopping after ``ef_search``
-    candidates."""
+    candidates. Yields how many entries the HNSW index holds (PostgreSQL's estimate, from
+    its last VACUUM or ANALYZE; 0 while it has none)."""
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
-        # Both settings in one round trip, local to the transaction.
+        # Both settings and the estimate in one round trip, the settings local to the
+        # transaction.
         cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                       "set_config('hnsw.ef_search', %s, true)", [str(ef_search)])
-        yield
+                       "set_config('hnsw.ef_search', %s, true), "
+                       "(SELECT greatest(reltuples, 0) FROM pg_class "
+                       " WHERE oid = to_regclass(%s))",
+                       [str(ef_search), HNSW_INDEX])
+        yield float(cursor.fetchone()[2] or 0)
+
+
+def exact_scan_bound(entries: float, k: int) -> int:
+    """Up to how many memories measuring each one costs less than an HNSW scan for the
+    ``k`` nearest in an index of ``entries`` (docs/search.md, "Semantic search in a small
+    mind"). An iterative scan visits about k·entries/n entries before k of a set of n pass
+    its filter, each HNSW_VISIT_COST times as dear as measuring one memory outright, so
+    the exact scan is the cheaper one while n² < HNSW_VISIT_COST·k·entries."""
+    return int((HNSW_VISIT_COST * k * entries) ** 0.5)
 
 
 def semantic_search(memories, vector: list[float], *, limit: int,
                     threshold: float | None = None) -> list[tuple[str, float]]:
     """The ``limit`` memories nearest to ``vector`` as (id, cosine similarity), best first.
 
-    HNSW with iterative index scans: the index keeps scanning until ``limit`` rows pass
-    the mind's filter, so a mind holding 1% of the table still gets its k nearest.
-    ``relaxed_order`` may return rows slightly out of order; they are re-sorted here.
-    An iterative scan also gives up (``hnsw.max_scan_tuples``, or a graph crowded with
-    other minds' or dead entries): when it brings fewer than ``limit`` rows, the same
-    query measures every row passing the filters instead, in the same round trip (the
-    one-time filter skips that branch otherwise). Only vectors of the configured model
-    count.
+    A set small beside the whole index (up to exact_scan_bound memories, counted in the
+    query, no further than that bound) is measured memory by memory: exact, and in a
+    mind holding 1% of a large table several times faster than the graph. Otherwise HNSW
+    with iterative index scans: the index keeps scanning until ``limit`` rows pass the
+    filter. ``relaxed_order`` may return rows slightly out of order; they are re-sorted
+    here. An iterative scan also gives up (``hnsw.max_scan_tuples``, or a graph crowded
+    with other minds' or dead entries): when it brings fewer than ``limit`` rows, the
+    same query measures every row passing the filters instead. One round trip either
+    way: one-time filters skip the branches not taken. Only vectors of the configured
+    model count.
     """
+    size_sql, size_params = memories.order_by().values("mind").query.sql_with_params()
     memories = memories.filter(embedding_model=model_name())
     indexed_sql, indexed_params = (memories.nearest(vector, limit)
                                    .values_list("id", "distance").query.sql_with_params())
     exact_sql, exact_params = (memories.nearest(vector, limit, exact=True)
                                .values_list("id", "distance").query.sql_with_params())
     sql = f"""
-        WITH indexed AS MATERIALIZED ({indexed_sql})
-        SELECT * FROM indexed WHERE (SELECT count(*) FROM indexed) >= %s
+        WITH size AS MATERIALIZED (SELECT count(*) AS n FROM ({size_sql} LIMIT %s) counted),
+        indexed AS MATERIALIZED ({indexed_sql})
+        SELECT * FROM indexed
+         WHERE (SELECT n FROM size) > %s AND (SELECT count(*) FROM indexed) >= %s
         UNION ALL
-        SELECT * FROM ({exact_sql}) exact WHERE (SELECT count(*) FROM indexed) < %s
+        SELECT * FROM ({exact_sql}) exact
+         WHERE (SELECT n FROM size) <= %s OR (SELECT count(*) FROM indexed) < %s
     """  # noqa: S608
     using = memories.db  # a read replica, in a view that allows one (synapse.db_router)
-    with (iterative_scan(max(SEMANTIC_EF_SEARCH, limit), using),
-          connections[using].cursor() as cursor):
-        cursor.execute(sql, [*indexed_params, limit, *exact_params, limit])
+    k = max(SEMANTIC_EF_SEARCH, limit)
+    with iterative_scan(k, using) as entries, connections[using].cursor() as cursor:
+        bound = exact_scan_bound(entries, k)
+        cursor.execute(sql, [*size_params, bound + 1, *indexed_params, bound, limit,
+                             *exact_params, bound, limit])
         rows = cursor.fetchall()
     hits = sorted(((memory_id, 1.0 - float(distance)) for memory_id, distance in rows),
                   key=lambda hit: (-hit[1], hit[0]))

@@ -241,6 +241,7 @@ def test_when_the_index_scan_gives_up_every_row_of_the_mind_is_measured(
     # the rows passing the filter instead of answering with fewer than k. Here the scan
     # is made to give up early: a narrow first pass and no room to iterate.
     monkeypatch.setattr(search, "SEMANTIC_EF_SEARCH", 40)
+    monkeypatch.setattr(search, "HNSW_VISIT_COST", 0)  # no set is small enough to measure
     query = _unit_vectors(1, seed=11)[0]
     memories = (Memory.objects.alias(owner=Concat(F("mind_id"), Value("")))
                 .filter(owner=alice_mind.id))
@@ -253,6 +254,54 @@ def test_when_the_index_scan_gives_up_every_row_of_the_mind_is_measured(
     assert len(given_up) < 10
     assert [memory_id for memory_id, _ in hits] == _exact_nearest(small_mind_in_a_big_table,
                                                                   query, 10)
+
+
+def _search_plan(memories, query: list[float], limit: int = 10) -> dict[str, float]:
+    """The statement semantic_search sends for ``memories``, replayed under EXPLAIN
+    ANALYZE with the same settings: how often its graph side (the CTE ``indexed``) ran,
+    and how many memories the count that chose the side read."""
+    sent = []
+
+    def keep(execute, sql, params, many, context):
+        sent.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(keep):
+        semantic_search(memories, query, limit=limit)
+    sql, params = sent[-1]
+    with iterative_scan(max(search.SEMANTIC_EF_SEARCH, limit)), connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+        plan = cursor.fetchone()[0][0]["Plan"]
+    ctes = {node["Subplan Name"]: node for node in plan["Plans"] if "Subplan Name" in node}
+    return {"graph": ctes["CTE indexed"]["Actual Loops"],
+            "counted": ctes["CTE size"]["Plans"][0]["Actual Rows"]}
+
+
+@BIG_TABLE
+def test_a_mind_small_beside_the_index_is_measured_without_the_graph(
+        alice_mind, small_mind_in_a_big_table):
+    # 30 memories among 3,030: measuring 30 vectors costs less than walking the graph
+    # past ~3,000 of other minds' entries to find 10 of alice's (exact_scan_bound).
+    query = _unit_vectors(1, seed=21)[0]
+    memories = Memory.objects.for_mind(alice_mind).current()
+    assert search.exact_scan_bound(3030, search.SEMANTIC_EF_SEARCH) > 30
+    assert _search_plan(memories, query.tolist()) == {"graph": 0, "counted": 30}
+    hits = semantic_search(memories, query.tolist(), limit=10)
+    assert [memory_id for memory_id, _ in hits] == _exact_nearest(small_mind_in_a_big_table,
+                                                                  query, 10)
+
+
+@BIG_TABLE
+def test_a_mind_holding_most_of_the_index_is_searched_through_the_graph(
+        alice_mind, small_mind_in_a_big_table):
+    # The other mind holds 3,000 of the 3,030 entries, more than exact_scan_bound: the
+    # graph side answers, and the count that chose it stopped one past the bound.
+    crowd = Memory.objects.exclude(mind=alice_mind).values_list("mind", flat=True).first()
+    memories = Memory.objects.filter(mind=crowd).current()
+    bound = search.exact_scan_bound(3030, search.SEMANTIC_EF_SEARCH)
+    assert bound < 3000
+    assert _search_plan(memories, _unit_vectors(1, seed=22)[0].tolist()) == {
+        "graph": 1, "counted": bound + 1}
 
 
 def test_memories_stored_through_the_service_reach_semantic_search(model, alice, alice_mind):
