@@ -307,7 +307,10 @@ class Memory(MemoryFacts, models.Model):
         indexes = [
             models.Index(fields=["mind", "-updated_at"], name="memory_mind_updated"),
             models.Index(fields=["mind", "category"], name="memory_mind_category"),
-            GinIndex(fields=["search_vector"], name="memory_search_vector"),
+            # Keyword search reads the posting lists of the mind and of the query's words
+            # together (btree_gin puts the mind in a GIN index), so a word common in other
+            # minds costs nothing here (docs/scaling.md, "Keyword search in a large table").
+            GinIndex(fields=["mind", "search_vector"], name="memory_mind_search_vector"),
             models.Index(fields=["mind", "priority_rank", "-updated_at", "id"],
                          name="memory_recall_order",
                          condition=Q(deleted_at__isnull=True, superseded_at__isnull=True)),
@@ -330,7 +333,7 @@ class Memory(MemoryFacts, models.Model):
             models.Index(fields=["mind", "path", "occurred_at", "seq"], name="memory_timeline",
                          condition=Q(memory_type=MemoryType.EPISODIC, deleted_at__isnull=True,
                                      superseded_at__isnull=True)),
-            GinIndex(fields=["context_vector"], name="memory_context_vector"),
+            GinIndex(fields=["mind", "context_vector"], name="memory_mind_context_vector"),
         ]
 
     def __str__(self) -> str:
