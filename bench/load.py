@@ -85,6 +85,7 @@ def fill(*, memories: int, minds: int, seed: int = 7) -> list[str]:
 
     from memories.embeddings import embed_texts, model_name
     from memories.models import Memory, MemoryVersion
+    from memories.quotas import recount
     from minds.services import key_issue, mind_create
 
     rng = random.Random(seed)
@@ -126,20 +127,47 @@ def fill(*, memories: int, minds: int, seed: int = 7) -> list[str]:
                                        recorded_by="load") for m in created]
             MemoryVersion.objects.bulk_create(versions, batch_size=2500)
             batch, versions = [], []
+    recount()  # the minds' quota counters (semantic search reads its mind's size there)
     loaded = time.monotonic() - started
     with connection.cursor() as cursor:
         build_hnsw(cursor)
         indexed = time.monotonic() - started - loaded
         cursor.execute("VACUUM ANALYZE memories_memory")
-        cursor.execute("SELECT pg_relation_size('memory_embedding_hnsw'), "
-                       "pg_total_relation_size('memories_memory')")
-        index_bytes, table_bytes = cursor.fetchone()
     print(f"loaded {Memory.objects.count()} memories in {loaded:.0f}s, "
           f"indexed in {indexed:.0f}s", flush=True)
     return keys, (f"Loading took {loaded:.0f} s; the HNSW index (m=16, ef_construction=64) "
-                  f"was built in {indexed:.0f} s and is {index_bytes / 2**20:,.0f} MiB "
-                  f"(the memories table with all its indexes and TOAST: "
-                  f"{table_bytes / 2**20:,.0f} MiB).")
+                  f"was built in {indexed:.0f} s; " + sizes_line())
+
+
+def sizes_line() -> str:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_relation_size('memory_embedding_hnsw'), "
+                       "pg_total_relation_size('memories_memory')")
+        index_bytes, table_bytes = cursor.fetchone()
+    return (f"the HNSW index is {index_bytes / 2**20:,.0f} MiB (the memories table with all "
+            f"its indexes and TOAST: {table_bytes / 2**20:,.0f} MiB).")
+
+
+def reuse(minds: int) -> tuple[list[str], str] | None:
+    """The keys of a cluster an earlier ``--keep`` run filled (one new key per mind), or
+    None when the cluster holds no load minds yet."""
+    from django.contrib.auth import get_user_model
+
+    from memories.models import Memory
+    from memories.quotas import recount
+    from minds.models import Mind
+    from minds.services import key_issue
+
+    owner = get_user_model().objects.filter(username="load_owner").first()
+    if owner is None:
+        return None
+    loaded = Mind.objects.filter(name__startswith="Load mind ").order_by("created_at")[:minds]
+    recount()  # a tree before memories.quotas.recount may have filled it
+    keys = [key_issue(mind=mind, name="load agent", created_by=owner)[1] for mind in loaded]
+    return keys, (f"Reused a cluster an earlier run filled ({Memory.objects.count():,} "
+                  f"memories); " + sizes_line())
 
 
 async def run_rate(urls: list[str], keys: list[str], rate: float, seconds: float,
@@ -357,6 +385,8 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=1,
                         help="gunicorn instances (and embedding workers) on the one database")
     parser.add_argument("--keep", action="store_true", help="keep the data folder")
+    parser.add_argument("--data-dir", help="use (and keep) this cluster: filled on the first "
+                                           "run, reused as it is on later ones")
     parser.add_argument("--distinct-questions", action="store_true",
                         help="three topics per search (24,360 orders): the servers' query "
                              "embedding cache (1,024 per process) rarely answers")
@@ -364,9 +394,10 @@ def main() -> None:
     parser.add_argument("--output", default=str(RESULTS), help="where the report goes")
     args = parser.parse_args()
 
-    data_dir = setup_django()
+    data_dir = setup_django(args.data_dir)
     os.environ.update(PRODUCTION_RATES)
-    keys, setup = fill(memories=args.memories, minds=args.minds)
+    keys, setup = (args.data_dir and reuse(args.minds)) or fill(memories=args.memories,
+                                                                minds=args.minds)
     workers = [subprocess.Popen([sys.executable, "manage.py", "embed_worker"], cwd=ROOT,
                                 env=os.environ.copy(), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL) for _ in range(args.nodes)]
@@ -414,7 +445,7 @@ def main() -> None:
         for worker in workers:
             worker.terminate()
             worker.wait(20)
-        teardown(data_dir, args.keep)
+        teardown(data_dir, args.keep or bool(args.data_dir))
     text = report(rows, args, setup)
     print(text)
     if not args.no_write:

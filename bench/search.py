@@ -66,6 +66,7 @@ def load(args, rng):
     from bench.common import build_hnsw
     from memories import embeddings
     from memories.models import Memory
+    from memories.quotas import recount
     from memories.services import memory_store
     from minds.authentication import AgentPrincipal
     from minds.services import key_issue, mind_create
@@ -129,6 +130,7 @@ def load(args, rng):
             Memory.objects.bulk_create(batch)
             batch = []
     Memory.objects.bulk_create(batch)
+    recount()  # the minds' quota counters (semantic search reads its mind's size there)
     print(f"bulk-inserted {filler} rows in {time.monotonic() - started:.0f}s", flush=True)
     started = time.monotonic()
     with connection.cursor() as cursor:

@@ -83,6 +83,15 @@ def mind_usage(mind: Mind) -> Usage:
         return Usage(*cursor.fetchone())
 
 
+def recount(mind: Mind | None = None) -> None:
+    """Set the counters of ``mind`` (of every mind: None) from the rows it holds, spread
+    over its slots as ``share`` splits a limit. For rows loaded around the services (the
+    benchmarks' bulk loads, a restore of some tables by hand), while nothing writes to the
+    mind: the services keep the counters exact on their own."""
+    with connection.cursor() as cursor:
+        cursor.execute(_RECOUNT, {"mind": mind.pk if mind else None, "slots": SLOTS})
+
+
 def content_bytes(stored: str) -> int:
     """Bytes of content as stored (UTF-8, as PostgreSQL's octet_length counts them)."""
     return len(stored.encode("utf-8"))
@@ -105,6 +114,28 @@ _ENSURE_SLOTS = """
     INSERT INTO memories_quotacounter (mind_id, slot, memories, versions, content_bytes)
     SELECT %s, slot, 0, 0, 0 FROM generate_series(0, %s) AS slot
     ON CONFLICT (mind_id, slot) DO NOTHING
+"""
+# Every component spread as ``share`` splits a limit (migration 0007 filled the first
+# counters the same way).
+_RECOUNT = """
+    INSERT INTO memories_quotacounter (mind_id, slot, memories, versions, content_bytes)
+    SELECT totals.mind_id, slot,
+           totals.memories / %(slots)s + (slot < totals.memories %% %(slots)s)::int,
+           totals.versions / %(slots)s + (slot < totals.versions %% %(slots)s)::int,
+           totals.content_bytes / %(slots)s + (slot < totals.content_bytes %% %(slots)s)::int
+    FROM (
+        SELECT mind.id AS mind_id,
+               (SELECT count(*) FROM memories_memory m WHERE m.mind_id = mind.id) AS memories,
+               (SELECT count(*) FROM memories_memoryversion v
+                  JOIN memories_memory m ON m.id = v.memory_id
+                 WHERE m.mind_id = mind.id) AS versions,
+               (SELECT coalesce(sum(octet_length(v.content)), 0)::bigint
+                  FROM memories_memoryversion v JOIN memories_memory m ON m.id = v.memory_id
+                 WHERE m.mind_id = mind.id) AS content_bytes
+        FROM minds_mind mind WHERE %(mind)s::text IS NULL OR mind.id = %(mind)s
+    ) AS totals CROSS JOIN generate_series(0, %(slots)s - 1) AS slot
+    ON CONFLICT (mind_id, slot) DO UPDATE SET memories = EXCLUDED.memories,
+        versions = EXCLUDED.versions, content_bytes = EXCLUDED.content_bytes
 """
 # Takes from one slot only what fits in its share (a component that adds nothing is not
 # checked, so a slot over a lowered limit still takes what does not grow that quota).

@@ -15,7 +15,7 @@ from pgvector.django import CosineDistance
 
 from memories import ranking
 from memories.embeddings import embed_query, model_name, query_encoder_name
-from memories.models import Category, Memory
+from memories.models import Category, Memory, QuotaCounter
 from memories.query import (
     DEFAULT_CONFIG,
     ParsedQuery,
@@ -308,25 +308,29 @@ def semantic_search(memories, vector: list[float], *, limit: int,
                     threshold: float | None = None) -> list[tuple[str, float]]:
     """The ``limit`` memories nearest to ``vector`` as (id, cosine similarity), best first.
 
-    A set small beside the whole index (up to exact_scan_bound memories, counted in the
-    query, no further than that bound) is measured memory by memory: exact, and in a
-    mind holding 1% of a large table several times faster than the graph. Otherwise HNSW
-    with iterative index scans: the index keeps scanning until ``limit`` rows pass the
-    filter. ``relaxed_order`` may return rows slightly out of order; they are re-sorted
-    here. An iterative scan also gives up (``hnsw.max_scan_tuples``, or a graph crowded
-    with other minds' or dead entries): when it brings fewer than ``limit`` rows, the
-    same query measures every row passing the filters instead. One round trip either
-    way: one-time filters skip the branches not taken. Only vectors of the configured
-    model count.
+    ``memories`` is one mind's (Memory.objects.for_mind). A mind small beside the whole
+    index (up to exact_scan_bound memories, as its quota counters count them: every row,
+    the trash included; sixteen rows to read whatever its size) is measured memory by
+    memory: exact, and in a mind holding 1% of a large table several times faster than
+    the graph. Otherwise HNSW with iterative index scans: the index keeps scanning until
+    ``limit`` rows pass the filter. ``relaxed_order`` may return rows slightly out of
+    order; they are re-sorted here. An iterative scan also gives up
+    (``hnsw.max_scan_tuples``, or a graph crowded with other minds' or dead entries): when
+    it brings fewer than ``limit`` rows, the same query measures every row passing the
+    filters instead. One round trip either way: one-time filters skip the branches not
+    taken. Only vectors of the configured model count.
     """
-    size_sql, size_params = memories.order_by().values("mind").query.sql_with_params()
+    mind_sql, mind_params = memories.order_by().values("mind").query.sql_with_params()
     memories = memories.filter(embedding_model=model_name())
     indexed_sql, indexed_params = (memories.nearest(vector, limit)
                                    .values_list("id", "distance").query.sql_with_params())
     exact_sql, exact_params = (memories.nearest(vector, limit, exact=True)
                                .values_list("id", "distance").query.sql_with_params())
     sql = f"""
-        WITH size AS MATERIALIZED (SELECT count(*) AS n FROM ({size_sql} LIMIT %s) counted),
+        WITH size AS MATERIALIZED (
+            SELECT coalesce(sum(memories), 0) AS n FROM {QuotaCounter._meta.db_table}
+            WHERE mind_id = ({mind_sql} LIMIT 1)
+        ),
         indexed AS MATERIALIZED ({indexed_sql})
         SELECT * FROM indexed
          WHERE (SELECT n FROM size) > %s AND (SELECT count(*) FROM indexed) >= %s
@@ -338,7 +342,7 @@ def semantic_search(memories, vector: list[float], *, limit: int,
     k = max(SEMANTIC_EF_SEARCH, limit)
     with iterative_scan(k, using) as entries, connections[using].cursor() as cursor:
         bound = exact_scan_bound(entries, k)
-        cursor.execute(sql, [*size_params, bound + 1, *indexed_params, bound, limit,
+        cursor.execute(sql, [*mind_params, *indexed_params, bound, limit,
                              *exact_params, bound, limit])
         rows = cursor.fetchall()
     hits = sorted(((memory_id, 1.0 - float(distance)) for memory_id, distance in rows),

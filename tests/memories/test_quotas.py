@@ -12,7 +12,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from memories.models import AuditEvent, Memory, MemoryVersion, QuotaCounter
-from memories.quotas import SLOTS, StoredBytes, Usage, mind_usage
+from memories.quotas import SLOTS, StoredBytes, Usage, mind_usage, recount
 from minds.services import mind_create
 from tests.conftest import session_client
 from tests.memories.test_export_import import export_document
@@ -196,3 +196,25 @@ def test_the_migration_fills_the_counters_of_minds_that_hold_memories(agent, ali
     assert mind_usage(alice_mind) == counted(alice_mind) == Usage(
         memories=21, versions=22, content_bytes=counted(alice_mind).content_bytes)
     assert QuotaCounter.objects.filter(mind=alice_mind).count() == SLOTS
+
+
+def test_recount_sets_the_counters_from_the_rows_a_bulk_load_left_out(alice_mind, bob_mind,
+                                                                       remember):
+    remember(key="stored", content="Through the service")
+    loaded = Memory.objects.bulk_create(
+        [Memory(mind=alice_mind, category="note", key=f"bulk{n}", content=f"Loaded {n}",
+                source="agent", confidence=0.7) for n in range(40)])
+    MemoryVersion.objects.bulk_create(
+        [MemoryVersion(memory=memory, version=1, category=memory.category, key=memory.key,
+                       content=memory.content, source="agent", confidence=0.7,
+                       recorded_by_type="system", recorded_by="bulk") for memory in loaded])
+    assert mind_usage(alice_mind).memories == 1
+    bob_before = list(QuotaCounter.objects.filter(mind=bob_mind).values_list("memories"))
+    recount(alice_mind)
+    assert mind_usage(alice_mind) == counted(alice_mind) == Usage(
+        memories=41, versions=41, content_bytes=counted(alice_mind).content_bytes)
+    assert sorted(QuotaCounter.objects.filter(mind=alice_mind)
+                  .values_list("memories", flat=True)) == [2] * 7 + [3] * 9  # 41 = 16·2 + 9
+    assert list(QuotaCounter.objects.filter(mind=bob_mind).values_list("memories")) == bob_before
+    recount()
+    assert mind_usage(alice_mind) == counted(alice_mind)
