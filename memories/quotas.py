@@ -87,8 +87,10 @@ def recount(mind: Mind | None = None) -> None:
     """Set the counters of ``mind`` (of every mind: None) from the rows it holds, spread
     over its slots as ``share`` splits a limit. For rows loaded around the services (the
     benchmarks' bulk loads, a restore of some tables by hand), while nothing writes to the
-    mind: the services keep the counters exact on their own."""
-    with connection.cursor() as cursor:
+    mind: the services keep the counters exact on their own. It reads every row of the
+    mind (or of the table), so the request statement timeout does not apply."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL statement_timeout = 0")
         cursor.execute(_RECOUNT, {"mind": mind.pk if mind else None, "slots": SLOTS})
 
 
@@ -118,22 +120,30 @@ _ENSURE_SLOTS = """
 # Every component spread as ``share`` splits a limit (migration 0007 filled the first
 # counters the same way).
 _RECOUNT = """
+    WITH minds AS (SELECT id FROM minds_mind WHERE %(mind)s::text IS NULL OR id = %(mind)s),
+    rows AS (
+        SELECT mind_id, count(*) AS memories FROM memories_memory
+        WHERE mind_id IN (SELECT id FROM minds) GROUP BY mind_id
+    ),
+    versions AS (
+        SELECT m.mind_id, count(*) AS versions,
+               coalesce(sum(octet_length(v.content)), 0)::bigint AS content_bytes
+        FROM memories_memoryversion v JOIN memories_memory m ON m.id = v.memory_id
+        WHERE m.mind_id IN (SELECT id FROM minds) GROUP BY m.mind_id
+    ),
+    totals AS (
+        SELECT minds.id AS mind_id, coalesce(rows.memories, 0) AS memories,
+               coalesce(versions.versions, 0) AS versions,
+               coalesce(versions.content_bytes, 0) AS content_bytes
+        FROM minds LEFT JOIN rows ON rows.mind_id = minds.id
+        LEFT JOIN versions ON versions.mind_id = minds.id
+    )
     INSERT INTO memories_quotacounter (mind_id, slot, memories, versions, content_bytes)
     SELECT totals.mind_id, slot,
            totals.memories / %(slots)s + (slot < totals.memories %% %(slots)s)::int,
            totals.versions / %(slots)s + (slot < totals.versions %% %(slots)s)::int,
            totals.content_bytes / %(slots)s + (slot < totals.content_bytes %% %(slots)s)::int
-    FROM (
-        SELECT mind.id AS mind_id,
-               (SELECT count(*) FROM memories_memory m WHERE m.mind_id = mind.id) AS memories,
-               (SELECT count(*) FROM memories_memoryversion v
-                  JOIN memories_memory m ON m.id = v.memory_id
-                 WHERE m.mind_id = mind.id) AS versions,
-               (SELECT coalesce(sum(octet_length(v.content)), 0)::bigint
-                  FROM memories_memoryversion v JOIN memories_memory m ON m.id = v.memory_id
-                 WHERE m.mind_id = mind.id) AS content_bytes
-        FROM minds_mind mind WHERE %(mind)s::text IS NULL OR mind.id = %(mind)s
-    ) AS totals CROSS JOIN generate_series(0, %(slots)s - 1) AS slot
+    FROM totals CROSS JOIN generate_series(0, %(slots)s - 1) AS slot
     ON CONFLICT (mind_id, slot) DO UPDATE SET memories = EXCLUDED.memories,
         versions = EXCLUDED.versions, content_bytes = EXCLUDED.content_bytes
 """
