@@ -5,10 +5,9 @@ import os
 
 import httpx
 import pytest
+from django.db import connection, transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from django.db import connection, transaction
 
 from memories.models import Memory
 from memories.query import QuerySyntaxError, words_query

@@ -301,6 +301,23 @@ def test_a_mind_holding_most_of_the_index_is_searched_through_the_graph(
     assert _graph_runs(memories, _unit_vectors(1, seed=22)[0].tolist()) == 1
 
 
+def test_a_memory_keeps_its_vector_in_its_row(alice_mind, remember):
+    # A row of about 2 kB (the vector alone is 1,540 bytes) would have its vector moved to
+    # the TOAST table, and every vector measured would cost several more buffer reads
+    # (migration 0016).
+    memory = remember(category="note", key="long",
+                      content=" ".join(f"word{number}" for number in range(120)))
+    Memory.objects.filter(pk=memory.pk).update(
+        embedding=_unit_vectors(1, seed=3)[0].tolist(), embedding_model=model_name(),
+        embedding_pending=False)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_column_size(m.*), pg_column_toast_chunk_id(m.embedding) "
+                       "FROM memories_memory m WHERE id = %s", [memory.pk])
+        row_bytes, vector_chunk = cursor.fetchone()
+    assert row_bytes > 2032  # past PostgreSQL's TOAST threshold
+    assert vector_chunk is None
+
+
 def test_memories_stored_through_the_service_reach_semantic_search(model, alice, alice_mind):
     memory_store(mind=alice_mind, actor=alice, category="fact", key="sky",
                  content="The sky is blue on a clear day")
