@@ -309,7 +309,7 @@ class Memory(MemoryFacts, models.Model):
             models.Index(fields=["mind", "category"], name="memory_mind_category"),
             # Keyword search reads the posting lists of the mind and of the query's words
             # together (btree_gin puts the mind in a GIN index), so a word common in other
-            # minds costs nothing here (docs/scaling.md, "Keyword search in a large table").
+            # minds costs nothing here (docs/scaling.md, "Searching a mind in a large table").
             GinIndex(fields=["mind", "search_vector"], name="memory_mind_search_vector"),
             models.Index(fields=["mind", "priority_rank", "-updated_at", "id"],
                          name="memory_recall_order",

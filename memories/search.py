@@ -309,11 +309,12 @@ def semantic_search(memories, vector: list[float], *, limit: int,
                     threshold: float | None = None) -> list[tuple[str, float]]:
     """The ``limit`` memories nearest to ``vector`` as (id, cosine similarity), best first.
 
-    ``memories`` is one mind's (Memory.objects.for_mind). A mind small beside the whole
-    index (up to exact_scan_bound memories, as its quota counters count them: every row,
-    the trash included; sixteen rows to read whatever its size) is measured memory by
-    memory: exact, and in a mind holding 1% of a large table several times faster than
-    the graph. Otherwise HNSW with iterative index scans: the index keeps scanning until
+    ``memories`` is one mind's (Memory.objects.for_mind; the statement reads the size of
+    the mind of its first row). A mind small beside the whole index (up to
+    exact_scan_bound memories, as its quota counters count them: every row, the trash
+    included; sixteen rows to read whatever its size) is measured memory by memory:
+    exact, and in a mind holding 1% of a large table several times faster than the
+    graph. Otherwise HNSW with iterative index scans: the index keeps scanning until
     ``limit`` rows pass the filter. ``relaxed_order`` may return rows slightly out of
     order; they are re-sorted here. An iterative scan also gives up
     (``hnsw.max_scan_tuples``, or a graph crowded with other minds' or dead entries): when

@@ -2,7 +2,7 @@
 lists of its mind and of its words together, not every mind's rows holding the words.
 
 Built CONCURRENTLY, outside a transaction, before the table-wide ones go: on a large
-table writes and searches go on while they build (docs/scaling.md, "Keyword search in a
+table writes and searches go on while they build (docs/scaling.md, "Searching a mind in a
 large table"). btree_gin ships with PostgreSQL (contrib) and is a trusted extension: the
 database's owner may create it."""
 
