@@ -40,8 +40,8 @@ HYBRID_CANDIDATES = 100
 SEMANTIC_EF_SEARCH = 100
 HNSW_INDEX = "memory_embedding_hnsw"
 # What an HNSW iterative scan spends per entry it visits, over what an exact scan spends
-# measuring one memory: 3.7 to 9.3 measured at 1,000,000 memories (bench/results/scale.md,
-# lower with more of the graph in shared_buffers); exact_scan_bound.
+# measuring one memory: 3.5 to 9.3 measured at 1,000,000 memories (bench/results/scale.md:
+# 3.5 with the whole graph in shared_buffers); exact_scan_bound.
 HNSW_VISIT_COST = 5
 _MARK_START, _MARK_END = "\ue000", "\ue001"
 _HEADLINE_OPTIONS = (f"StartSel={_MARK_START}, StopSel={_MARK_END}, MaxWords=30, MinWords=12, "
