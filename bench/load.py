@@ -1,7 +1,7 @@
 """Open-loop load benchmark: mixed agent traffic at fixed arrival rates against gunicorn.
 
     .venv/bin/python bench/load.py [--memories 100000] [--minds 100] [--rates 10,20,40,...]
-                                   [--nodes 2]
+                                   [--nodes 2] [--data-dir DIR]
 
 A throwaway embedded cluster is filled with ``--memories`` synthetic memories spread over
 ``--minds`` minds (bulk_create, not the API: loading through the service would take hours
@@ -27,6 +27,10 @@ the rate's window, as a share of all cores): the web workers, the embedding work
 PostgreSQL, and the load generator itself. Rate limits stay at their
 production defaults (100 minds, one key each, stay far below them). The load generator
 runs on the same machine as the server and takes its share of the cores.
+
+``--data-dir DIR`` keeps the cluster in DIR: the first run fills it, later runs (from this
+tree or another checkout's copy of this script) reuse it as it is, so two trees can be
+compared on one large load without filling it twice (bench/results/scale.md).
 """
 
 from __future__ import annotations
@@ -151,8 +155,9 @@ def sizes_line() -> str:
 
 
 def reuse(minds: int) -> tuple[list[str], str] | None:
-    """The keys of a cluster an earlier ``--keep`` run filled (one new key per mind), or
-    None when the cluster holds no load minds yet."""
+    """The keys of a cluster an earlier ``--data-dir`` run filled (one new key per mind;
+    its size is what that run loaded, whatever ``--memories`` says now), or None when the
+    cluster holds no load minds yet."""
     from django.contrib.auth import get_user_model
 
     from memories.models import Memory
