@@ -78,6 +78,20 @@ def planner_without(*settings: str):
                 cursor.execute(f"RESET {setting}")
 
 
+@contextmanager
+def statements_sent():
+    """The statements (SQL, parameters) the test's connection sends inside the block, in
+    order: to replay one under EXPLAIN."""
+    sent: list[tuple[str, list]] = []
+
+    def keep(execute, sql, params, many, context):
+        sent.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(keep):
+        yield sent
+
+
 def jwt_client(user) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {RefreshToken.for_user(user).access_token}")

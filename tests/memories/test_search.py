@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from memories.models import Memory
 from memories.query import QuerySyntaxError, words_query
 from memories.search import keyword_search
-from tests.conftest import planner_without
+from tests.conftest import planner_without, statements_sent
 
 # -- The corpus ----------------------------------------------------------------------------
 
@@ -193,14 +193,8 @@ def test_the_mind_and_the_words_are_read_from_one_index(alice_mind, bob_mind, co
                 source="agent", confidence=0.7) for n in range(300)]
         + [Memory(mind=alice_mind, category="note", key=f"a{n}", content=f"Garden bed {n}",
                   source="agent", confidence=0.7) for n in range(3000)])
-    sent = []
-
-    def keep(execute, sql, params, many, context):
-        sent.append((sql, params))
-        return execute(sql, params, many, context)
-
     memories = Memory.objects.for_mind(alice_mind).current()
-    with connection.execute_wrapper(keep):
+    with statements_sent() as sent:
         found = keyword_search(memories, words_query("kubernetes"), limit=5)
     assert [hit for hit, _ in found.hits] == [corpus["kubernetes_migration"].id]
     sql, params = sent[-1]

@@ -15,6 +15,7 @@ from memories.quotas import recount
 from memories.search import hybrid_search, iterative_scan, semantic_search
 from memories.services import memory_store
 from minds.services import mind_create
+from tests.conftest import statements_sent
 
 
 @pytest.fixture(scope="module")
@@ -261,13 +262,7 @@ def test_when_the_index_scan_gives_up_every_row_of_the_mind_is_measured(
 def _graph_runs(memories, query: list[float], limit: int = 10) -> int:
     """How often the statement semantic_search sends for ``memories`` ran its graph side
     (the CTE ``indexed``), replayed under EXPLAIN ANALYZE with the same settings."""
-    sent = []
-
-    def keep(execute, sql, params, many, context):
-        sent.append((sql, params))
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(keep):
+    with statements_sent() as sent:
         semantic_search(memories, query, limit=limit)
     sql, params = sent[-1]
     with iterative_scan(max(search.SEMANTIC_EF_SEARCH, limit)), connection.cursor() as cursor:
