@@ -57,6 +57,8 @@ class Priority(models.TextChoices):
 
 
 PRIORITY_RANK = {Priority.CRITICAL: 0, Priority.HIGH: 1, Priority.NORMAL: 2, Priority.LOW: 3}
+# The HNSW index of every mind's vectors (memories.search reads its size from the catalog).
+EMBEDDING_INDEX = "memory_embedding_hnsw"
 
 
 class Source(models.TextChoices):
@@ -322,7 +324,7 @@ class Memory(MemoryFacts, models.Model):
                          name="memory_recall_counts",
                          condition=Q(deleted_at__isnull=True, superseded_at__isnull=True)),
             GinIndex(fields=["tags"], name="memory_tags"),
-            HnswIndex(name="memory_embedding_hnsw", fields=["embedding"], m=16,
+            HnswIndex(name=EMBEDDING_INDEX, fields=["embedding"], m=16,
                       ef_construction=64, opclasses=["vector_cosine_ops"]),
             models.Index(fields=["mind", "change_txid"], name="memory_mind_change_txid"),
             models.Index(fields=["id"], name="memory_embedding_pending",

@@ -15,7 +15,7 @@ from pgvector.django import CosineDistance
 
 from memories import ranking
 from memories.embeddings import embed_query, model_name, query_encoder_name
-from memories.models import Category, Memory, QuotaCounter
+from memories.models import EMBEDDING_INDEX, Category, Memory, QuotaCounter
 from memories.query import (
     DEFAULT_CONFIG,
     ParsedQuery,
@@ -38,7 +38,6 @@ FUSION_CANDIDATES = 50
 # (measured on LoCoMo: bench/results/retrieval.md).
 HYBRID_CANDIDATES = 100
 SEMANTIC_EF_SEARCH = 100
-HNSW_INDEX = "memory_embedding_hnsw"
 # What an HNSW iterative scan spends per entry it visits, over what an exact scan spends
 # measuring one memory: 3.5 to 9.3 measured at 1,000,000 memories (bench/results/scale.md:
 # 3.5 with the whole graph in shared_buffers); exact_scan_bound.
@@ -292,7 +291,7 @@ def iterative_scan(ef_search: int = SEMANTIC_EF_SEARCH, using: str = DEFAULT_DB_
                        "set_config('hnsw.ef_search', %s, true), "
                        "(SELECT greatest(reltuples, 0) FROM pg_class "
                        " WHERE oid = to_regclass(%s))",
-                       [str(ef_search), HNSW_INDEX])
+                       [str(ef_search), EMBEDDING_INDEX])
         yield float(cursor.fetchone()[2] or 0)
 
 
