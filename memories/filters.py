@@ -13,14 +13,31 @@ class MemoryFilter(django_filters.FilterSet):
     # The values were checked before (query serializer or form), so they go straight to the
     # filters: django-filter's own pass through a Django form cost ~1 ms a request (0.4 ms
     # without it; the chain of filter() calls alone 0.1 ms).
+    def __init__(self, data=None, queryset=None, *, request=None, prefix=None):
+        # django-filter deep-copies every declared filter for each instance, to bind the
+        # copies to it and to its form: ~450 deepcopy calls, 0.3 ms of a list request. No
+        # form is built here and the filters are only read, so the class's own are shared;
+        # a filter given as a method calls this instance's method (filter_queryset).
+        self.is_bound = data is not None
+        self.data = data or {}
+        self.queryset = self._meta.model._default_manager.all() if queryset is None else queryset
+        self.request = request
+        self.form_prefix = prefix
+        self.filters = self.base_filters
+
     @property
     def qs(self):
         return self.filter_queryset(self.queryset.all())
 
     def filter_queryset(self, queryset):
         for name, value in self.data.items():
-            if name in self.filters and value not in (None, ""):
-                queryset = self.filters[name].filter(queryset, value)
+            filter_ = self.filters.get(name)
+            if filter_ is None or value in (None, ""):
+                continue
+            if filter_.method:
+                queryset = getattr(self, filter_.method)(queryset, filter_.field_name, value)
+            else:
+                queryset = filter_.filter(queryset, value)
         return queryset
 
     category = django_filters.ChoiceFilter(choices=Category.choices)
