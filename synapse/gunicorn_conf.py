@@ -76,4 +76,6 @@ def child_exit(server, worker):
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess
 
-        multiprocess.mark_process_dead(worker.pid)
+        from synapse.metrics import process_name
+
+        multiprocess.mark_process_dead(process_name(worker.pid))

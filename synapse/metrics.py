@@ -15,6 +15,7 @@ the path, so no memory or mind id and no client-chosen text becomes a label valu
 import hashlib
 import hmac
 import os
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -26,14 +27,29 @@ from prometheus_client import (
     Histogram,
     generate_latest,
     multiprocess,
+    values,
 )
 from prometheus_client.core import GaugeMetricFamily
+
+# Files in the folder are named after their process: the host's name and the pid. Containers
+# sharing one folder (docker compose: the web and worker services on one volume, or several
+# web replicas) each number their processes from 1; by pid alone, two live processes would
+# write one file, each over the other's counts.
+_HOST = socket.gethostname().replace("_", "-")
+
+
+def process_name(pid: int) -> str:
+    """The name of process ``pid`` of this host in PROMETHEUS_MULTIPROC_DIR's file names."""
+    return f"{_HOST}-{pid}"
+
 
 MULTIPROCESS = bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
 if MULTIPROCESS:
     # The counters below open their files in it as they are created (emptying it is the
     # operator's: docs/scaling.md).
     os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
+    # Read on every increment (a fork changes it), so kept cheap.
+    values.ValueClass = values.MultiProcessValue(lambda: process_name(os.getpid()))
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 # Most API requests take a few milliseconds; search with the model, recall of a large mind

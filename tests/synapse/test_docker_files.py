@@ -24,6 +24,23 @@ def test_compose_has_pgvector_database_web_and_worker():
         assert services[role]["depends_on"]["db"]["condition"] == "service_healthy"
 
 
+def test_web_and_worker_count_metrics_into_one_folder():
+    """One scrape of the web service sums the embedding worker's counters only when both
+    containers write to one folder (docs/scaling.md, "Metrics")."""
+    compose = yaml.safe_load((DOCKER / "compose.yaml").read_text())
+    services = compose["services"]
+    folders = set()
+    for role in ("web", "worker"):
+        folder = services[role]["environment"]["PROMETHEUS_MULTIPROC_DIR"]
+        assert f"metrics:{folder}" in services[role]["volumes"]
+        folders.add(folder)
+    assert len(folders) == 1
+    # In memory, writable by the image's user (uid 10001, docker/Dockerfile).
+    options = compose["volumes"]["metrics"]["driver_opts"]
+    assert options["type"] == "tmpfs" and "uid=10001" in options["o"].split(",")
+    assert "--uid 10001" in (DOCKER / "Dockerfile").read_text()
+
+
 def test_dockerfile_installs_cpu_torch_before_anything_else():
     lines = [line.strip() for line in (DOCKER / "Dockerfile").read_text().splitlines()]
     installs = [line for line in lines if "pip install" in line]

@@ -4,6 +4,7 @@ one PROMETHEUS_MULTIPROC_DIR (prometheus-client's multiprocess mode, docs/scalin
 the database."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,8 +12,10 @@ import time
 
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry, multiprocess
 from prometheus_client.parser import text_string_to_metric_families
 
+from synapse.metrics import process_name
 from tests.security.live import ROOT, Server, destroy_cluster, make_cluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("metrics-multiprocess")]
@@ -99,8 +102,8 @@ def test_one_scrape_sums_the_web_workers_and_the_embedding_worker(cluster):
         assert value(samples, "synapse_embedding_busy_seconds_total") > 0
         assert value(samples, "synapse_embedding_worker_running") == 1
         assert value(samples, "synapse_embedding_queue_lag_seconds") == 0
-        writers = {path.stem.rsplit("_", 1)[1] for path in folder.glob("counter_*.db")}
-        assert str(worker.pid) in writers and len(writers) >= 2
+        writers = {path.stem.split("_", 1)[1] for path in folder.glob("counter_*.db")}
+        assert process_name(worker.pid) in writers and len(writers) >= 2
         health = httpx.get(server.url + "/memory/health", headers=headers, timeout=30).json()
         assert health["embeddings"]["pending"] == 0
         assert health["embeddings"]["lag_seconds"] is None
@@ -110,3 +113,50 @@ def test_one_scrape_sums_the_web_workers_and_the_embedding_worker(cluster):
             worker.wait(timeout=30)
         worker_log.close()
         server.stop()
+
+
+# One process in a container of its own: its own PID namespace (it is pid 1, as the
+# entrypoint's process is in docker) and host name. It counts once told to, after both
+# have opened their files.
+IN_A_CONTAINER = """
+import pathlib, sys, time
+from synapse import metrics
+folder = pathlib.Path(sys.argv[1])
+(folder.parent / ("ready-" + sys.argv[2])).touch()
+while not (folder.parent / "go").exists():
+    time.sleep(0.01)
+for _ in range(int(sys.argv[3])):
+    metrics.EMBEDDED.inc()
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                    reason="PID and UTS namespaces need root and unshare(1)")
+def test_processes_of_two_containers_on_one_folder_keep_their_own_counts(tmp_path):
+    """docker compose shares one metrics volume between the web and worker containers (or
+    several web replicas). Each numbers its processes from 1: files named by pid alone put
+    two live processes on one file, each writing its own count over the other's."""
+    folder = tmp_path / "prometheus"
+    folder.mkdir()
+    increments = 2000
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(folder), "PYTHONPATH": str(ROOT)}
+    boxes = [subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--uts", "sh", "-c",
+         f'hostname {box} && exec "$0" -c "$1" "{folder}" {box} {increments}',
+         sys.executable, IN_A_CONTAINER], cwd=ROOT, env=env) for box in ("box-a", "box-b")]
+    try:
+        deadline = time.monotonic() + 60
+        while not all((tmp_path / f"ready-{box}").exists() for box in ("box-a", "box-b")):
+            assert time.monotonic() < deadline and all(box.poll() is None for box in boxes)
+            time.sleep(0.05)
+        (tmp_path / "go").touch()
+        assert [box.wait(timeout=60) for box in boxes] == [0, 0]
+    finally:
+        for box in boxes:
+            if box.poll() is None:
+                box.kill()
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, path=str(folder))
+    assert registry.get_sample_value("synapse_embedding_memories_total") == 2 * increments
+    assert sorted(path.name for path in folder.glob("counter_*.db")) == [
+        "counter_box-a-1.db", "counter_box-b-1.db"]
