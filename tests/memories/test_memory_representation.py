@@ -7,7 +7,7 @@ import pytest
 from rest_framework import serializers
 
 from memories.api.serializers.memory import MemorySerializer
-from memories.api.serializers.search import SearchHitSerializer
+from memories.api.serializers.search import RelatedHitSerializer, SearchHitSerializer
 from memories.models import Memory
 
 pytestmark = pytest.mark.django_db
@@ -55,11 +55,34 @@ def test_the_direct_answer_is_drf_s_for_every_kind_of_memory(assorted):
 
 
 def test_a_subclass_with_more_fields_keeps_drf_s_way(assorted):
+    class Scored(MemorySerializer):
+        score = serializers.FloatField()
+
+        class Meta(MemorySerializer.Meta):
+            fields = [*MemorySerializer.Meta.fields, "score"]
+
     memory = assorted.first()
-    memory.score, memory.snippet = 0.5, "<mark>x</mark>"
-    data = SearchHitSerializer(memory).data
-    assert data["score"] == 0.5 and data["snippet"] == "<mark>x</mark>"
+    memory.score = 0.5
+    data = Scored(memory).data
+    assert data["score"] == 0.5
     assert {name: data[name] for name in MemorySerializer.Meta.fields} == drf_way(memory)
+
+
+def test_search_and_related_hits_answer_as_drf_s_fields(assorted):
+    """The hits of search and related build their answer directly too: the memory's fields,
+    then their own, exactly as DRF's fields give them (explain only when asked for)."""
+    for position, memory in enumerate(assorted):
+        memory.score = 0.25 * position + 0.123456
+        memory.snippet = None if position % 2 else f"<mark>{memory.key}</mark>"
+        if position % 3 == 0:
+            memory.explain = {"keyword": 0.5, "semantic": position / 7}
+        memory.shared_tags = ["a", "b"][:position % 3]
+        memory.similarity = None if position % 2 else 0.75
+        for hit_serializer in (SearchHitSerializer, RelatedHitSerializer):
+            direct = hit_serializer(memory).data
+            expected = serializers.ModelSerializer.to_representation(hit_serializer(), memory)
+            assert list(direct.items()) == list(expected.items()), memory.key
+        assert ("explain" in SearchHitSerializer(memory).data) == (position % 3 == 0)
 
 
 def test_a_memory_row_tuple_answers_as_its_model_does(assorted):

@@ -157,9 +157,14 @@ class MemorySerializer(serializers.ModelSerializer):
         """What DRF's fields would give (tests/memories/test_memory_representation.py
         holds them equal), built directly: the fields of a ModelSerializer are built anew
         for every instance, which cost more than the query on the hottest routes
-        (bench/results/core.md). Subclasses that add fields take DRF's way."""
+        (bench/results/core.md). A subclass that adds fields takes DRF's way unless it
+        builds them too (the search and related hits: memory_fields, then its own)."""
         if type(self) is not MemorySerializer:
             return super().to_representation(memory)
+        return self.memory_fields(memory)
+
+    def memory_fields(self, memory: Memory) -> dict:
+        """The memory's own fields (Meta.fields), in order, built directly."""
         return {
             "id": str(memory.id), "mind_id": str(memory.mind_id),
             "category": str(memory.category), "key": str(memory.key),
