@@ -150,6 +150,51 @@ def capture_sql(call) -> list[str]:
     return [query["sql"] for query in captured.captured_queries]
 
 
+class DatabaseClock:
+    """Time this process spends waiting on PostgreSQL over Django's default connection:
+    every round trip (statements, a server-side cursor's fetches, BEGIN and COMMIT),
+    timed around psycopg's wait. ``seconds`` accumulates; use it as a context manager.
+
+    A statement inside a request is not the statement replayed back to back: while the
+    request runs Python, PostgreSQL's process idles, and on these machines a statement
+    after a pause of a few milliseconds takes 2-2.5× its back-to-back time
+    (bench/results/core.md, "The same statement after a pause"). This clock measures the
+    SQL's time where it runs, in the request."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def __enter__(self):
+        from django.db import connection
+
+        connection.ensure_connection()
+        self._conn = connection.connection
+        original = self._conn.wait
+
+        def wait(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - started
+
+        self._conn.wait = wait  # shadows psycopg's method on this connection only
+        return self
+
+    def __exit__(self, *exc):
+        del self._conn.wait
+
+
+def database_time(call, repeat: int) -> list[float]:
+    """Milliseconds each of ``repeat`` calls of ``call(i)`` waited on PostgreSQL."""
+    samples = []
+    for index in range(repeat):
+        with DatabaseClock() as clock:
+            call(index)
+        samples.append(clock.seconds * 1000)
+    return samples
+
+
 def raw_connection():
     """A plain psycopg connection to the same database, outside Django."""
     import psycopg
@@ -190,15 +235,24 @@ def replay(conn, statements: list[str], cursor_rows: int | None = None) -> None:
                 cursor.fetchall()
 
 
-def table(rows: list[tuple[Stats, Stats | None]]) -> str:
+def table(rows: list[tuple]) -> str:
+    """Rows of (HTTP stats, raw SQL replay stats or None[, SQL in the request stats])."""
+    in_request = any(len(row) > 2 for row in rows)
     lines = ["| endpoint | n | p50 ms | p95 ms | p99 ms | req/s | raw SQL p50 | raw SQL p95 "
-             "| ratio p95 |", "|---|---|---|---|---|---|---|---|---|"]
-    for http, raw in rows:
+             "| ratio p95 |" + (" SQL in the request p50 | p95 | ratio p95 |" if in_request
+                                else ""),
+             "|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if in_request else "")]
+    for http, raw, *inside in rows:
         raw_cells = ("–", "–", "–") if raw is None else (
             f"{raw.p50:.2f}", f"{raw.pct(95):.2f}", f"{http.pct(95) / raw.pct(95):.1f}×")
-        lines.append(f"| {http.name} | {len(http.samples_ms)} | {http.p50:.2f} | "
-                     f"{http.pct(95):.2f} | {http.pct(99):.2f} | {http.throughput:.0f} | "
-                     f"{raw_cells[0]} | {raw_cells[1]} | {raw_cells[2]} |")
+        line = (f"| {http.name} | {len(http.samples_ms)} | {http.p50:.2f} | "
+                f"{http.pct(95):.2f} | {http.pct(99):.2f} | {http.throughput:.0f} | "
+                f"{raw_cells[0]} | {raw_cells[1]} | {raw_cells[2]} |")
+        if in_request:
+            line += (" – | – | – |" if not inside or inside[0] is None else
+                     f" {inside[0].p50:.2f} | {inside[0].pct(95):.2f} | "
+                     f"{http.pct(95) / inside[0].pct(95):.1f}× |")
+        lines.append(line)
     return "\n".join(lines)
 
 

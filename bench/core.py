@@ -26,6 +26,7 @@ from bench.common import (  # noqa: E402
     Server,
     Stats,
     capture_sql,
+    database_time,
     machine_line,
     raw_connection,
     replay,
@@ -144,15 +145,22 @@ def main() -> None:
     n = args.requests
     rows = []
 
-    def measure(name, http_call, sql_for, cursor_rows=None):
-        """sql_for(i) → statements to replay for sample i (captured from the endpoint)."""
+    def measure(name, http_call, sql_for, inproc_call, cursor_rows=None):
+        """sql_for(i) → statements to replay for sample i (captured from the endpoint);
+        inproc_call(i): the same request in process, whose time waiting on PostgreSQL is
+        the SQL's time in the request."""
         for warm in range(20):
             http_call(-warm - 1)
+            inproc_call(-warm - 1)
         http_stats = Stats(name, timed(http_call, n))
         raw_stats = Stats(name, timed(lambda i: replay(raw, sql_for(i), cursor_rows), n))
-        rows.append((http_stats, raw_stats))
-        print(f"{name}: p95 {http_stats.pct(95):.2f} ms (raw {raw_stats.pct(95):.2f} ms)",
-              flush=True)
+        inside_stats = Stats(name, database_time(inproc_call, n))
+        rows.append((http_stats, raw_stats, inside_stats))
+        print(f"{name}: p95 {http_stats.pct(95):.2f} ms (raw {raw_stats.pct(95):.2f} ms, "
+              f"in the request {inside_stats.pct(95):.2f} ms)", flush=True)
+
+    def ok(response, status=200):
+        assert response.status_code == status, response.content[:300]
 
     # store (new): every request a new key.
     def store_http(i):
@@ -173,7 +181,9 @@ def main() -> None:
         return [sql.replace(captured_id, fresh_id).replace(template_key, fresh_key)
                 for sql in store_sql]
 
-    measure("POST /memory (store new)", store_http, store_raw)
+    measure("POST /memory (store new)", store_http, store_raw, lambda i: ok(inproc.post(
+        "/memory", {"category": "note", "key": f"new_inproc_{i}_{uuid.uuid4().hex[:8]}",
+                    "content": sentence(rng), "tags": ["bench"]}, format="json"), 201))
 
     # upsert (changed): the same keys, new content every time.
     def upsert_http(i):
@@ -195,7 +205,9 @@ def main() -> None:
             f"'{upsert_id}', 2,", f"'{upsert_id}', {version},").replace(
             '"version" = 2', f'"version" = {version}') for sql in upsert_sql]
 
-    measure("POST /memory (upsert changed)", upsert_http, upsert_raw)
+    measure("POST /memory (upsert changed)", upsert_http, upsert_raw, lambda i: ok(inproc.post(
+        "/memory", {"category": "note", "key": f"upsert_{i % 50}",
+                    "content": f"{sentence(rng)} in process {i}"}, format="json")))
 
     def get_http(i):
         assert http.get(f"/memory/{memory_ids[i % len(memory_ids)]}",
@@ -204,13 +216,15 @@ def main() -> None:
     get_sql = capture_sql(lambda: inproc.get(f"/memory/{memory_ids[0]}"))
     measure("GET /memory/{id}", get_http,
             lambda i: [s.replace(memory_ids[0], memory_ids[i % len(memory_ids)])
-                       for s in get_sql])
+                       for s in get_sql],
+            lambda i: ok(inproc.get(f"/memory/{memory_ids[i % len(memory_ids)]}")))
 
     def list_http(i):
         assert http.get("/memory?limit=50", headers=big_headers).status_code == 200
 
     list_sql = capture_sql(lambda: inproc.get("/memory?limit=50"))
-    measure("GET /memory?limit=50", list_http, lambda i: list_sql)
+    measure("GET /memory?limit=50", list_http, lambda i: list_sql,
+            lambda i: ok(inproc.get("/memory?limit=50")))
 
     # The same list narrowed to one project (about a tenth of the mind, sub-paths included).
     def list_path_http(i):
@@ -218,13 +232,15 @@ def main() -> None:
                         headers=big_headers).status_code == 200
 
     list_path_sql = capture_sql(lambda: inproc.get("/memory?limit=50&path=projects/p3"))
-    measure("GET /memory?limit=50&path=projects/p3", list_path_http, lambda i: list_path_sql)
+    measure("GET /memory?limit=50&path=projects/p3", list_path_http, lambda i: list_path_sql,
+            lambda i: ok(inproc.get("/memory?limit=50&path=projects/p3")))
 
     def recall_http(i):
         assert http.get("/memory/recall", headers=small_headers).status_code == 200
 
     recall_sql = capture_sql(lambda: inproc_small.get("/memory/recall"))
-    measure("GET /memory/recall (1,000 memories)", recall_http, lambda i: recall_sql)
+    measure("GET /memory/recall (1,000 memories)", recall_http, lambda i: recall_sql,
+            lambda i: ok(inproc_small.get("/memory/recall")))
 
     def budget_http(i):
         assert http.get("/memory/recall?budget=2000", headers=big_headers).status_code == 200
@@ -236,7 +252,8 @@ def main() -> None:
     shown = len(inproc.get("/memory/recall?budget=2000&format=json").json()["memories"])
     assert shown + MAX_CONSECUTIVE_MISSES <= CHUNK, shown
     measure("GET /memory/recall?budget=2000 (10,000 memories)", budget_http,
-            lambda i: budget_sql, cursor_rows=CHUNK)
+            lambda i: budget_sql, lambda i: ok(inproc.get("/memory/recall?budget=2000")),
+            cursor_rows=CHUNK)
 
     # Recall of one project: about 1,000 memories of the 10,000 (compare with the recall of
     # the 1,000-memory mind above), and budgeted like the unfiltered budgeted recall.
@@ -246,7 +263,8 @@ def main() -> None:
 
     recall_path_sql = capture_sql(lambda: inproc.get("/memory/recall?path=projects/p3"))
     measure("GET /memory/recall?path=projects/p3 (~1,000 of 10,000)", recall_path_http,
-            lambda i: recall_path_sql)
+            lambda i: recall_path_sql,
+            lambda i: ok(inproc.get("/memory/recall?path=projects/p3")))
 
     def budget_path_http(i):
         assert http.get("/memory/recall?budget=2000&path=projects/p3",
@@ -255,7 +273,9 @@ def main() -> None:
     budget_path_sql = capture_sql(
         lambda: inproc.get("/memory/recall?budget=2000&path=projects/p3"))
     measure("GET /memory/recall?budget=2000&path=projects/p3", budget_path_http,
-            lambda i: budget_path_sql, cursor_rows=CHUNK)
+            lambda i: budget_path_sql,
+            lambda i: ok(inproc.get("/memory/recall?budget=2000&path=projects/p3")),
+            cursor_rows=CHUNK)
 
     # A page of the timeline from the middle of its 2,000 episodes.
     anchors = list(big.memories.filter(path=TIMELINE_PATH).order_by("occurred_at", "seq")
@@ -268,7 +288,9 @@ def main() -> None:
     timeline_sql = capture_sql(lambda: inproc.get(
         f"/memory/timeline?path={TIMELINE_PATH}&limit=50&after={anchors[0]}"))
     measure("GET /memory/timeline?path=…&after=…&limit=50 (2,000 episodes)", timeline_http,
-            lambda i: [s.replace(anchors[0], anchors[i % len(anchors)]) for s in timeline_sql])
+            lambda i: [s.replace(anchors[0], anchors[i % len(anchors)]) for s in timeline_sql],
+            lambda i: ok(inproc.get(f"/memory/timeline?path={TIMELINE_PATH}&limit=50&after="
+                                    f"{anchors[i % len(anchors)]}")))
 
     # Issue 12's comparisons, interleaved: the filtered and the unfiltered request take
     # turns, so both see the same moments of a shared machine (the sequential runs above
@@ -295,6 +317,26 @@ def main() -> None:
     measure_pair("budgeted recall (2,000 tokens): `projects/p3` vs the whole mind",
                  budget_http, budget_path_http)
 
+    # One statement replayed back to back, then each time after a pause such as a
+    # request's Python leaves PostgreSQL's process idle.
+    counts_sql = next(sql for sql in budget_sql if "COUNT(" in sql)
+    pauses = []
+    for label, statements in (("`SELECT 1`", ["SELECT 1"]),
+                              ("`GET /memory/{id}`'s two statements", get_sql),
+                              ("the budgeted recall's counts (10,000 memories)",
+                               [counts_sql])):
+        back_to_back = Stats(label, timed(lambda i, s=statements: replay(raw, s), n))
+        after = {}
+        for pause in (0.002, 0.010):
+            def paused(i, s=statements, pause=pause):
+                time.sleep(pause)
+                started = time.perf_counter()
+                replay(raw, s)
+                return (time.perf_counter() - started) * 1000
+            after[pause] = Stats(label, [paused(i) for i in range(n)])
+        pauses.append((label, back_to_back, after[0.002], after[0.010]))
+        print(f"{label}: {back_to_back.p50:.3f} → {after[0.010].p50:.3f} ms", flush=True)
+
     server.stop()
     raw.close()
     report = "\n".join([
@@ -310,8 +352,18 @@ def main() -> None:
         "one keep-alive HTTP client; `req/s` is that sequential rate.",
         "Raw SQL: the statements the endpoint issued (captured in-process, parameters "
         "inlined), replayed with psycopg on one connection in the same run — key lookup, "
-        "locks, inserts, version and audit rows included; for writes, with fresh ids.", "",
+        "locks, inserts, version and audit rows included; for writes, with fresh ids.",
+        "SQL in the request: the time the same request, made in process (Django's test "
+        "client, no HTTP), waited on PostgreSQL — every round trip, timed around psycopg's "
+        "wait (bench.common.DatabaseClock); the SQL's time where it runs.", "",
         table(rows), "",
+        "### The same statement after a pause", "",
+        "Replayed back to back, then each time after a pause (the bench process sleeps; "
+        f"PostgreSQL's process idles, as it does while a request runs Python); p50 of {n}.",
+        "", "| statements | back to back p50 ms | after 2 ms p50 | after 10 ms p50 | "
+        "after 10 ms / back to back |", "|---|---|---|---|---|",
+        *(f"| {label} | {hot.p50:.3f} | {two.p50:.3f} | {ten.p50:.3f} | "
+          f"{ten.p50 / hot.p50:.1f}× |" for label, hot, two, ten in pauses), "",
         "Issue 12, measured interleaved (the two requests alternate, "
         f"{n} each after 20 warm-up pairs):", "",
         "| comparison | p50 ms | p95 ms | p50 unfiltered | p95 unfiltered | ratio p50 | "
