@@ -35,6 +35,7 @@ from bench.common import (  # noqa: E402
     Server,
     Stats,
     capture_sql,
+    database_time,
     machine_line,
     raw_connection,
     replay,
@@ -195,7 +196,8 @@ def main() -> None:
                 stats = Stats(name, timed(call, n))
                 raw_stats = (Stats(name, timed(lambda i: replay(raw, sql[i % len(sql)]), n))
                              if call is get else None)
-                rows.append((stats, raw_stats))
+                inside = Stats(name, database_time(get_inproc, n)) if call is get else None
+                rows.append((stats, raw_stats, inside))
                 print(f"{name}: p50 {stats.p50:.2f} p95 {stats.pct(95):.2f} ms", flush=True)
             http.close()
     finally:
@@ -213,7 +215,9 @@ def main() -> None:
         f"{machine_line()} · one gunicorn worker per server · a mind of 1,000 memories · "
         f"{n} sequential keep-alive requests per row after 50 warm-up requests.", "",
         "Raw SQL: the statements `GET /memory/{id}` issued in process (the key lookup and the "
-        "memory row), replayed with psycopg on one connection in the same run. The "
+        "memory row), replayed with psycopg on one connection in the same run; SQL in the "
+        "request: what the same request, made in process, waited on PostgreSQL "
+        "(bench.common.DatabaseClock). The "
         f"`{FLOOR_PATH}` rows are Django's whole stack with a view that reads no row: the "
         "framework's floor on that server.", "",
         table(rows), "",

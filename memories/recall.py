@@ -20,7 +20,7 @@ from memories.models import (
     default_memory_type,
 )
 from minds.models import Mind
-from synapse.text import indented, inline
+from synapse.text import indent_lines, inline
 
 REDACTED = "[redacted: credentials are only shown by GET /memory/{id}]"
 # The smallest block costs more than this; below it nothing more can fit.
@@ -184,12 +184,11 @@ def format_block(position: int, memory: Memory | RecallItem) -> str:
     fields = _header_fields(memory.category, memory.priority, memory.verified)
     header = f"[{position:03d}] {fields} {memory.citation}"
     place = format_place(memory)
-    lines = [f"{header} {place}" if place else header]
-    lines += indented(memory.key)
-    lines += indented(display_content(memory))
+    parts = [f"{header} {place}" if place else header, indent_lines(memory.key),
+             indent_lines(display_content(memory))]
     if memory.tags:
-        lines += indented(f"Tags: {', '.join(memory.tags)}")
-    return "\n".join(lines)
+        parts.append(indent_lines(f"Tags: {', '.join(memory.tags)}"))
+    return "\n".join(parts)
 
 
 # A recall lays out thousands of blocks whose headers share a few categories, priorities,

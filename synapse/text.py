@@ -46,7 +46,7 @@ def single_line_argument(value: str) -> str:
 
 
 # Showing text: rows written before the single-line rule (or straight into the database)
-# are still shown as data, since inline() and indented() never let stored text start a
+# are still shown as data, since inline() and indent_lines() never let stored text start a
 # line of its own.
 def _escape(match: re.Match) -> str:
     character = match.group()
@@ -58,15 +58,17 @@ def inline(value) -> str:
     return _LINE_BREAKING.sub(_escape, str(value))
 
 
-def indented(text: str, prefix: str = "  ") -> list[str]:
+def indent_lines(text: str, prefix: str = "  ") -> str:
     """Every line of ``text`` behind ``prefix``, whatever breaks it (LS, PS, NEL, \\r, …),
-    so stored text can never start a line that looks like a header."""
+    joined by line feeds, so stored text can never start a line that looks like a header.
+    The lines are those of ``str.splitlines()`` (one trailing line break ends the last
+    line; nothing is one empty line), each with its control characters escaped."""
     text = text or ""
     if _BREAKING_BUT_LF.search(text) is None:
-        # The common case, line feeds alone: split as splitlines() would, nothing to
-        # escape (recall lays out thousands of these per request).
-        lines = text.split("\n")
-        if len(lines) > 1 and not lines[-1]:
-            lines.pop()
-        return [prefix + line for line in lines]
-    return [prefix + _CONTROL.sub(_escape, line) for line in text.splitlines() or [""]]
+        # The common case, line feeds alone: nothing to escape, and the lines are those
+        # splitlines() finds (recall lays out thousands of these per request).
+        if text.endswith("\n"):
+            text = text[:-1]
+        return prefix + text.replace("\n", "\n" + prefix)
+    return "\n".join(prefix + _CONTROL.sub(_escape, line)
+                     for line in text.splitlines() or [""])

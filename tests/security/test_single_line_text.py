@@ -297,10 +297,13 @@ def test_the_client_formatter_escapes_a_key_that_breaks_lines():
     ["a", " ", "\n", "\r\n", "\t", "[", "\u00e9", *BREAKERS, *(chr(n) for n in range(0x20))]),
     max_size=30).map("".join))
 def test_indented_lines_are_those_of_splitlines_each_escaped(text):
-    """The line-feed-only fast path of synapse.text.indented gives exactly the general
-    form: every line splitlines() finds, its control characters escaped."""
-    from synapse.text import _CONTROL, _escape, indented
+    """The line-feed-only fast path of synapse.text.indent_lines gives exactly the general
+    form: every line splitlines() finds, its control characters escaped, joined by line
+    feeds."""
+    from synapse.text import _CONTROL, _escape, indent_lines
 
     expected = [f"  {_CONTROL.sub(_escape, line)}" for line in text.splitlines() or [""]]
-    assert indented(text) == expected
-    assert all(not breaks_lines(line.replace("\t", " ")) for line in indented(text))
+    assert indent_lines(text) == "\n".join(expected)
+    assert indent_lines(text).split("\n") == expected
+    assert all(not breaks_lines(line.replace("\t", " "))
+               for line in indent_lines(text).split("\n"))
