@@ -24,6 +24,7 @@ from memories.query import (
     words_query,
 )
 from minds.models import Mind
+from synapse.db import beside
 
 # ts_rank weights for {D, C, B, A}: key and tags (A) above English content (B) above the
 # unstemmed copy of the content (D).
@@ -381,12 +382,17 @@ def hybrid_candidates(memories, text: str, *, parsed: ParsedQuery | None = None,
                       context: bool = True) -> tuple[ranking.Candidates, KeywordResult]:
     """Everything memories.ranking needs for ``text``, in four queries whatever the
     number of candidates: the keyword side, the query's embedding and the semantic side,
-    then the union's similarities, context windows, texts and moments in one."""
+    then the union's similarities, context windows, texts and moments in one. The
+    semantic side (the question's embedding, then its query) runs beside the keyword side,
+    on a connection of its own (synapse.db.beside), where the request is in no
+    transaction."""
     parsed = parsed or words_query(text, config)
+    using = memories.db  # chosen here (a replica, or the primary for one's own writes)
+    memories = memories.using(using)
+    semantic_side = beside(_semantic_side, memories, text, depth, using=using)
     result = (keyword_search(memories, parsed, limit=depth, partial=True, context=context)
               if parsed else KeywordResult())
-    vector = query_vector(text)
-    semantic = semantic_search(memories, vector, limit=depth)
+    semantic, vector = semantic_side.result()
     candidates = ranking.Candidates(keyword=result.hits, semantic=semantic)
     ids = {memory_id for memory_id, _score in semantic} | {
         memory_id for memory_id, _score in result.hits}
@@ -407,6 +413,11 @@ def hybrid_candidates(memories, text: str, *, parsed: ParsedQuery | None = None,
             if moment is not None:
                 candidates.moments[memory_id] = moment
     return candidates, result
+
+
+def _semantic_side(memories, text: str, depth: int) -> tuple[list[tuple[str, float]], list]:
+    vector = query_vector(text)
+    return semantic_search(memories, vector, limit=depth), vector
 
 
 # -- Presentation ------------------------------------------------------------------------

@@ -491,6 +491,12 @@ SYNAPSE = {
     "QUOTA_MEMORIES": env_int("SYNAPSE_QUOTA_MEMORIES", 1_000_000),
     "QUOTA_VERSIONS": env_int("SYNAPSE_QUOTA_VERSIONS", 10_000_000),
     "QUOTA_CONTENT_BYTES": env_int("SYNAPSE_QUOTA_CONTENT_BYTES", 4 * 1024**3),
+    # Threads per process for a read run beside the request's own (synapse.db.beside:
+    # hybrid search's semantic side, with its question's embedding, while the keyword side
+    # runs); each keeps a database connection. As many as the request threads by default;
+    # 0 runs both sides one after the other.
+    "PARALLEL_READS": env_int("SYNAPSE_PARALLEL_READS",
+                              env_int("SYNAPSE_THREADS", 4)),
 }
 
 # Transport security. Production values make `manage.py check --deploy` clean.

@@ -98,6 +98,18 @@ def jwt_client(user) -> APIClient:
     return client
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's, and before it drops the test database: the connections that
+    synapse.db.beside keeps on threads of its own (hybrid search answered by a live
+    server) closed."""
+    yield
+    from synapse.db import close_beside
+
+    with django_db_blocker.unblock():
+        close_beside()
+
+
 @pytest.fixture
 def alice(db):
     return make_user("alice")

@@ -340,3 +340,23 @@ def test_hybrid_search_reads_the_union_s_similarities_in_one_query(alice_mind, c
         hits = hybrid_search(memories, "Bruno", limit=5).hits
     assert len(many.captured_queries) == len(few.captured_queries)
     assert len(hits) == 5
+
+
+@pytest.mark.django_db(transaction=True)
+def test_hybrid_search_runs_its_semantic_side_beside_the_keyword_side(alice_mind, corpus):
+    """Outside a transaction the semantic side (the question's embedding and its query)
+    runs on a connection of its own while the keyword side runs on this one
+    (synapse.db.beside); the answer is the one the two sides give one after the other."""
+    memories = Memory.objects.for_mind(alice_mind).current().unexpired()
+    for question in ("Bruno", "What does the user drink?", "cluster hetzner",
+                     "hiking holiday family"):
+        with CaptureQueriesContext(connection) as here:
+            parallel = hybrid_search(memories, question, limit=5)
+        with transaction.atomic(), CaptureQueriesContext(connection) as alone:
+            sequential = hybrid_search(memories, question, limit=5)
+        assert parallel.hits and parallel.hits == sequential.hits, question
+        assert parallel.parts == sequential.parts
+        semantic_side = ["hnsw.iterative_scan" in query["sql"]
+                         for query in here.captured_queries]
+        assert not any(semantic_side), "the semantic side ran on this connection"
+        assert any("hnsw.iterative_scan" in query["sql"] for query in alone.captured_queries)

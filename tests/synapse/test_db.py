@@ -5,6 +5,7 @@ tests/synapse/test_pgbouncer.py."""
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from django.db import connection, transaction
@@ -117,3 +118,58 @@ def test_database_pooler_pgbouncer_sends_no_startup_options_and_others_are_refus
     refused = setting("DATABASES", DATABASE_POOLER="pgpool")
     assert refused.returncode != 0
     assert "DATABASE_POOLER must be empty (a direct connection) or pgbouncer" in refused.stderr
+
+
+# -- synapse.db.beside: a read on a thread and a connection of its own -------------------
+
+def _backend() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_beside_reads_on_another_connection_outside_a_transaction_and_here_inside_one(
+        settings):
+    from synapse.db import beside
+
+    own = _backend()
+    assert beside(_backend, using="default").result() != own
+    with transaction.atomic():
+        # Another connection could not see what this transaction has not committed.
+        assert beside(_backend, using="default").result() == own
+    settings.SYNAPSE = {**settings.SYNAPSE, "PARALLEL_READS": 0}
+    assert beside(_backend, using="default").result() == own
+
+
+@pytest.mark.django_db(transaction=True)
+def test_beside_hands_its_error_to_whoever_waits_for_it():
+    from synapse.db import beside
+
+    def fails():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 / 0")
+
+    from django.db import DataError
+
+    running = beside(fails, using="default")
+    with pytest.raises(DataError):
+        running.result()
+    assert beside(_backend, using="default").result() != _backend()  # the thread goes on
+
+
+@pytest.mark.django_db(transaction=True)
+def test_close_beside_closes_the_pool_s_connections():
+    from synapse.db import beside, close_beside
+
+    pid = beside(_backend, using="default").result()
+    close_beside()
+    deadline = time.monotonic() + 10  # a backend ends just after its client hangs up
+    with connection.cursor() as cursor:
+        while True:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", [pid])
+            if cursor.fetchone()[0] == 0:
+                break
+            assert time.monotonic() < deadline, "the pool's connection is still open"
+            time.sleep(0.05)
+    assert beside(_backend, using="default").result() != _backend()  # a new pool
