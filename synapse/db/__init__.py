@@ -54,6 +54,7 @@ def _delegate(pieces: Iterable[T]) -> Iterator[T]:
 # -- A read beside the request's own ------------------------------------------------------
 
 _beside_pool: ThreadPoolExecutor | None = None
+_beside_threads = 0
 _beside_lock = threading.Lock()
 
 
@@ -74,18 +75,19 @@ def beside(call: Callable[..., T], *args, using: str, **kwargs) -> "Future[T]":
         done: Future[T] = Future()
         try:
             done.set_result(call(*args, **kwargs))
-        except BaseException as error:
+        except Exception as error:
             done.set_exception(error)
         return done
     return _pool(threads).submit(_on_own_connection, using, call, args, kwargs)
 
 
 def _pool(threads: int) -> ThreadPoolExecutor:
-    global _beside_pool
+    global _beside_pool, _beside_threads
     with _beside_lock:
         if _beside_pool is None:
             _beside_pool = ThreadPoolExecutor(max_workers=threads,
                                               thread_name_prefix="synapse-beside")
+            _beside_threads = threads
         return _beside_pool
 
 
@@ -105,12 +107,11 @@ def close_beside() -> None:
     connections."""
     global _beside_pool
     with _beside_lock:
-        pool, _beside_pool = _beside_pool, None
+        pool, threads, _beside_pool = _beside_pool, _beside_threads, None
     if pool is None:
         return
     # One task per thread, each waiting for all the others, so that every thread of the
     # pool (threads start as tasks come) runs one and closes its own connections.
-    threads = pool._max_workers
     everyone = threading.Barrier(threads)
 
     def close_own() -> None:
