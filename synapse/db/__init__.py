@@ -66,7 +66,7 @@ def beside(call: Callable[..., T], *args, using: str, **kwargs) -> "Future[T]":
 
     It runs here instead, at once, when this thread is inside a transaction on ``using``
     (another connection cannot see what this one has not committed: a test's transaction,
-    a streamed read) or when ``SYNAPSE_PARALLEL_READS`` is 0. Each of the pool's threads
+    a caller's own) or when ``SYNAPSE_PARALLEL_READS`` is 0. Each of the pool's threads
     (SYNAPSE_PARALLEL_READS, per process, started on first use) keeps one connection per
     database it read from, closed as a request's would be once unusable or older than
     CONN_MAX_AGE."""
