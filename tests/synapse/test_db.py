@@ -8,10 +8,11 @@ import sys
 import time
 
 import pytest
-from django.db import connection, transaction
+from django.db import DataError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from memories.models import Memory
+from synapse.db import beside, close_beside
 from synapse.db.base import _milliseconds
 from tests.security.live import ROOT
 
@@ -131,8 +132,6 @@ def _backend() -> int:
 @pytest.mark.django_db(transaction=True)
 def test_beside_reads_on_another_connection_outside_a_transaction_and_here_inside_one(
         settings):
-    from synapse.db import beside
-
     own = _backend()
     assert beside(_backend, using="default").result() != own
     with transaction.atomic():
@@ -144,13 +143,9 @@ def test_beside_reads_on_another_connection_outside_a_transaction_and_here_insid
 
 @pytest.mark.django_db(transaction=True)
 def test_beside_hands_its_error_to_whoever_waits_for_it():
-    from synapse.db import beside
-
     def fails():
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1 / 0")
-
-    from django.db import DataError
 
     running = beside(fails, using="default")
     with pytest.raises(DataError):
@@ -160,8 +155,6 @@ def test_beside_hands_its_error_to_whoever_waits_for_it():
 
 @pytest.mark.django_db(transaction=True)
 def test_close_beside_closes_the_pool_s_connections():
-    from synapse.db import beside, close_beside
-
     pid = beside(_backend, using="default").result()
     close_beside()
     deadline = time.monotonic() + 10  # a backend ends just after its client hangs up
