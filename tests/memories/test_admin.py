@@ -2,6 +2,7 @@
 events (read-only)."""
 
 import pytest
+from django.contrib.admin.utils import quote
 
 from memories.models import AuditEvent, Memory
 from tests.conftest import action, make_user, messages_of, session_client
@@ -76,12 +77,12 @@ def test_the_verify_action_refuses_a_confirmation_without_versions(staff, rememb
 
 def test_memories_are_read_only_in_the_admin(staff, remember):
     memory = remember(content="Original")
-    url = f"/admin/memories/memory/{memory.pk}/change/"
+    url = f"/admin/memories/memory/{quote(memory.pk)}/change/"
     assert staff.get(url).status_code == 200
     assert 'name="content"' not in staff.get(url).content.decode()
     assert staff.post(url, {"content": "Changed", "key": "changed"}).status_code == 403
     assert staff.get("/admin/memories/memory/add/").status_code == 403
-    assert staff.post(f"/admin/memories/memory/{memory.pk}/delete/", {"post": "yes"}
+    assert staff.post(f"/admin/memories/memory/{quote(memory.pk)}/delete/", {"post": "yes"}
                       ).status_code == 403
     memory.refresh_from_db()
     assert (memory.content, memory.deleted_at) == ("Original", None)
@@ -89,7 +90,7 @@ def test_memories_are_read_only_in_the_admin(staff, remember):
 
 def test_credentials_content_is_not_shown_in_the_admin(staff, remember):
     memory = remember(category="credentials", key="db_password", content="hunter2-secret")
-    for url in ("/admin/memories/memory/", f"/admin/memories/memory/{memory.pk}/change/"):
+    for url in ("/admin/memories/memory/", f"/admin/memories/memory/{quote(memory.pk)}/change/"):
         assert "hunter2-secret" not in staff.get(url).content.decode()
 
 
@@ -99,11 +100,11 @@ def test_audit_events_are_read_only(staff, remember):
     memory = remember()
     event = AuditEvent.objects.get(memory_id=memory.pk)
     assert staff.get("/admin/memories/auditevent/").status_code == 200
-    assert staff.get(f"/admin/memories/auditevent/{event.pk}/change/").status_code == 200
+    assert staff.get(f"/admin/memories/auditevent/{quote(event.pk)}/change/").status_code == 200
     assert staff.get("/admin/memories/auditevent/add/").status_code == 403
-    assert staff.post(f"/admin/memories/auditevent/{event.pk}/change/",
+    assert staff.post(f"/admin/memories/auditevent/{quote(event.pk)}/change/",
                       {"action": "forged"}).status_code == 403
-    assert staff.post(f"/admin/memories/auditevent/{event.pk}/delete/",
+    assert staff.post(f"/admin/memories/auditevent/{quote(event.pk)}/delete/",
                       {"post": "yes"}).status_code == 403
     event.refresh_from_db()
     assert event.action == "store"

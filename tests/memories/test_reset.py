@@ -12,6 +12,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.db import connection
 from django.test import Client
 from django.utils import timezone
@@ -299,7 +300,7 @@ def test_the_settings_page_allows_agents(owner, ui, alice_mind):
 
 
 def test_the_admin_shows_the_setting(staff, alice_mind):
-    page = staff.get(f"/admin/minds/mind/{alice_mind.id}/change/")
+    page = staff.get(f"/admin/minds/mind/{quote(alice_mind.id)}/change/")
     assert page.status_code == 200
     assert 'name="agents_may_reset"' in page.content.decode()
 

@@ -11,6 +11,7 @@ from html import escape
 import pytest
 from django.apps import apps
 from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.admin.utils import quote
 from django.contrib.auth import get_user_model
 from django.contrib.contenttypes.models import ContentType
 from django.contrib.sessions.models import Session
@@ -319,6 +320,6 @@ def test_the_admin_s_user_deletion_pseudonymises_too(staff, dora, alice, alice_m
     member_add(mind=alice_mind, user=dora, role=Role.EDITOR, actor=alice)
     jwt_client(dora).post(f"/memory?mind={alice_mind.id}", {
         "category": "fact", "key": "k", "content": "v"}, format="json")
-    url = f"/admin/auth/user/{dora.pk}/delete/"
+    url = f"/admin/auth/user/{quote(dora.pk)}/delete/"
     assert staff.post(url, {"post": "yes"}).status_code == 302
     assert rows_naming(dora.pk) == []

@@ -4,6 +4,7 @@ revoke)."""
 import re
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.contrib.auth import get_user_model
 
 from memories.models import AuditEvent, Memory
@@ -62,7 +63,7 @@ def test_adding_a_mind_in_the_admin_goes_through_the_service(staff, alice):
 
 
 def test_changing_a_mind_in_the_admin_is_audited(staff, alice_mind):
-    response = staff.post(f"/admin/minds/mind/{alice_mind.pk}/change/",
+    response = staff.post(f"/admin/minds/mind/{quote(alice_mind.pk)}/change/",
                           {"name": "Renamed", "unverified_in_recall": "marked",
                            "search_language": "english"})
     assert response.status_code == 302
@@ -74,10 +75,10 @@ def test_changing_a_mind_in_the_admin_is_audited(staff, alice_mind):
 
 def test_deleting_a_mind_in_the_admin_removes_everything_of_it(staff, alice_mind, remember):
     remember(content="goes with the mind")
-    confirm = staff.get(f"/admin/minds/mind/{alice_mind.pk}/delete/")
+    confirm = staff.get(f"/admin/minds/mind/{quote(alice_mind.pk)}/delete/")
     assert confirm.status_code == 200
     assert "with everything in it" in confirm.content.decode()
-    response = staff.post(f"/admin/minds/mind/{alice_mind.pk}/delete/", {"post": "yes"})
+    response = staff.post(f"/admin/minds/mind/{quote(alice_mind.pk)}/delete/", {"post": "yes"})
     assert response.status_code == 302
     assert not Mind.objects.filter(pk=alice_mind.pk).exists()
     assert not Memory.objects.filter(mind_id=alice_mind.pk).exists()
@@ -86,7 +87,7 @@ def test_deleting_a_mind_in_the_admin_removes_everything_of_it(staff, alice_mind
 
 def test_deleting_a_user_in_the_admin_deletes_their_minds(staff, alice, alice_mind, remember):
     remember(content="alice's")
-    response = staff.post(f"/admin/auth/user/{alice.pk}/delete/", {"post": "yes"})
+    response = staff.post(f"/admin/auth/user/{quote(alice.pk)}/delete/", {"post": "yes"})
     assert response.status_code == 302
     assert not get_user_model().objects.filter(pk=alice.pk).exists()
     assert not Memory.objects.exists()
@@ -107,9 +108,9 @@ def test_adding_a_key_shows_the_plaintext_once_and_stores_only_its_hash(staff, a
     assert key.created_by == staff.user
     assert key_client(plaintext).get("/memory").status_code == 200
     # Never again: not on the key's page, not in the list.
-    for url in (f"/admin/minds/mindkey/{key.pk}/change/", "/admin/minds/mindkey/"):
+    for url in (f"/admin/minds/mindkey/{quote(key.pk)}/change/", "/admin/minds/mindkey/"):
         assert plaintext not in staff.get(url).content.decode()
-    assert key.hashed_secret not in staff.get(f"/admin/minds/mindkey/{key.pk}/change/"
+    assert key.hashed_secret not in staff.get(f"/admin/minds/mindkey/{quote(key.pk)}/change/"
                                               ).content.decode()
 
 
@@ -135,7 +136,7 @@ def test_the_revoke_action_revokes_through_the_service(staff, alice_key, agent):
 
 def test_a_key_can_be_renamed_until_revoked_then_it_is_read_only(staff, alice_key):
     key, _plaintext = alice_key
-    url = f"/admin/minds/mindkey/{key.pk}/change/"
+    url = f"/admin/minds/mindkey/{quote(key.pk)}/change/"
     response = staff.post(url, {"name": "renamed", "scope": "read"})
     assert response.status_code == 302
     key.refresh_from_db()
@@ -151,6 +152,6 @@ def test_a_key_can_be_renamed_until_revoked_then_it_is_read_only(staff, alice_ke
 
 def test_keys_cannot_be_deleted_in_the_admin_only_revoked(staff, alice_key):
     key, _plaintext = alice_key
-    assert staff.post(f"/admin/minds/mindkey/{key.pk}/delete/", {"post": "yes"}
+    assert staff.post(f"/admin/minds/mindkey/{quote(key.pk)}/delete/", {"post": "yes"}
                       ).status_code == 403
     assert MindKey.objects.filter(pk=key.pk).exists()

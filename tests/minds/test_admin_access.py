@@ -2,6 +2,7 @@
 login; staff who are not superusers see and act on their own minds only."""
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
@@ -117,8 +118,8 @@ def test_staff_changelists_show_only_their_own_minds(clerk_client, clerk_mind, a
 def test_staff_cannot_open_another_owners_objects(clerk_client, alices_things, url):
     alice_mind, alice_key, memory = alices_things
     event = AuditEvent.objects.filter(mind=alice_mind).first()
-    response = clerk_client.get(url.format(mind=alice_mind.pk, key=alice_key.pk,
-                                           memory=memory.pk, event=event.pk))
+    response = clerk_client.get(url.format(mind=quote(alice_mind.pk), key=quote(alice_key.pk),
+                                           memory=quote(memory.pk), event=quote(event.pk)))
     # The admin's answer for an object that does not exist: back to the index.
     assert response.status_code == 302 and response["Location"] == "/admin/"
     assert "Alice" not in response.content.decode()
@@ -189,8 +190,8 @@ def test_only_superusers_manage_accounts(clerk_client, clerk):
     # superuser, and a superuser reaches every mind.
     clerk.user_permissions.add(*Permission.objects.filter(content_type__app_label="auth"))
     assert clerk_client.get("/admin/auth/user/").status_code == 403
-    assert clerk_client.get(f"/admin/auth/user/{clerk.pk}/change/").status_code == 403
-    assert clerk_client.post(f"/admin/auth/user/{clerk.pk}/change/", {
+    assert clerk_client.get(f"/admin/auth/user/{quote(clerk.pk)}/change/").status_code == 403
+    assert clerk_client.post(f"/admin/auth/user/{quote(clerk.pk)}/change/", {
         "username": "clerk", "is_superuser": "on"}).status_code == 403
     clerk.refresh_from_db()
     assert not clerk.is_superuser
@@ -204,7 +205,7 @@ def test_superusers_see_every_mind(alices_things, clerk_mind):
     assert alice_mind.id in minds and clerk_mind.id in minds
     assert memory.id in page(client, "/admin/memories/memory/")
     assert alice_key.id in page(client, "/admin/minds/mindkey/")
-    page(client, f"/admin/minds/mind/{alice_mind.pk}/change/")
+    page(client, f"/admin/minds/mind/{quote(alice_mind.pk)}/change/")
 
 
 # -- staff who are editors or viewers on someone else's mind ------------------------------
@@ -239,21 +240,21 @@ def test_staff_editors_view_and_verify_memories_but_not_the_mind_or_its_keys(
     mind, key, memory = shared_with_clerk(Role.EDITOR)
     assert "alice_secret_plan" in page(clerk_client, "/admin/memories/memory/")
     assert "Verify selected memories" in page(clerk_client, "/admin/memories/memory/")
-    page(clerk_client, f"/admin/memories/memory/{memory.pk}/change/")
+    page(clerk_client, f"/admin/memories/memory/{quote(memory.pk)}/change/")
     assert verify_in_admin(clerk_client, memory)
     assert Memory.objects.get(pk=memory.pk).verified_by == clerk
     # The mind: seen, not changed, not deleted (one by one or by the list's action).
     assert mind.pk in page(clerk_client, "/admin/minds/mind/")
-    clerk_client.post(f"/admin/minds/mind/{mind.pk}/change/", {
+    clerk_client.post(f"/admin/minds/mind/{quote(mind.pk)}/change/", {
         "name": "Taken over", "unverified_in_recall": "marked", "search_language": "english"})
-    assert clerk_client.get(f"/admin/minds/mind/{mind.pk}/delete/").status_code == 403
+    assert clerk_client.get(f"/admin/minds/mind/{quote(mind.pk)}/delete/").status_code == 403
     clerk_client.post("/admin/minds/mind/", {"action": "delete_selected", "post": "yes",
                                             "_selected_action": [mind.pk], "index": 0})
     assert Mind.objects.get(pk=mind.pk).name == mind.name
     # Its keys: not listed, not opened, not revoked.
     assert key.name not in page(clerk_client, "/admin/minds/mindkey/")
-    assert clerk_client.get(f"/admin/minds/mindkey/{key.pk}/change/").status_code in (302, 403,
-                                                                                      404)
+    assert clerk_client.get(f"/admin/minds/mindkey/{quote(key.pk)}/change/").status_code in (
+        302, 403, 404)
     clerk_client.post("/admin/minds/mindkey/", {"action": "revoke_keys",
                                                "_selected_action": [key.pk], "index": 0})
     key.refresh_from_db()
@@ -268,7 +269,7 @@ def test_staff_viewers_only_view(clerk_client, clerk, shared_with_clerk):
     mind, key, memory = shared_with_clerk(Role.VIEWER)
     listing = page(clerk_client, "/admin/memories/memory/")
     assert "alice_secret_plan" in listing and "Verify selected memories" not in listing
-    page(clerk_client, f"/admin/memories/memory/{memory.pk}/change/")
+    page(clerk_client, f"/admin/memories/memory/{quote(memory.pk)}/change/")
     assert not verify_in_admin(clerk_client, memory)
     clerk_client.post("/admin/memories/memory/", {
         "action": "unverify", "_selected_action": [memory.pk], "index": 0})

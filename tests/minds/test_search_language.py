@@ -2,6 +2,7 @@
 settings page and the admin. How search uses it: tests/memories/test_languages.py."""
 
 import pytest
+from django.contrib.admin.utils import quote
 
 from memories.models import AuditEvent
 from memories.text_search import reindex_memories
@@ -180,9 +181,9 @@ def test_the_admin_lists_and_filters_minds_by_language(staff, alice_mind, bob_mi
 
 
 def test_the_admin_changes_the_language_through_the_service(staff, alice_mind):
-    page = text(staff.get(f"/admin/minds/mind/{alice_mind.pk}/change/"))
+    page = text(staff.get(f"/admin/minds/mind/{quote(alice_mind.pk)}/change/"))
     assert 'name="search_language"' in page and 'name="reindex_pending"' not in page
-    response = staff.post(f"/admin/minds/mind/{alice_mind.pk}/change/", {
+    response = staff.post(f"/admin/minds/mind/{quote(alice_mind.pk)}/change/", {
         "name": "Alice's Mind", "unverified_in_recall": "marked",
         "search_language": "spanish"})
     assert response.status_code == 302

@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
+from django.contrib.admin.utils import quote
 from django.utils import timezone
 from playwright.sync_api import expect
 
@@ -318,7 +319,7 @@ def test_staff_can_sign_in_to_the_admin_and_save_a_form(page, alice, alice_mind)
     page.get_by_role("button", name="Log in").click()
     expect(page.locator("#site-name")).to_be_visible()
     expect(page).to_have_url(re.compile(r"/admin/$"))
-    page.goto(f"/admin/minds/mind/{alice_mind.id}/change/")
+    page.goto(f"/admin/minds/mind/{quote(alice_mind.id)}/change/")
     page.locator("#id_name").fill("Renamed in admin")
     page.get_by_role("button", name="Save", exact=True).click()
     expect(page.locator(".messagelist")).to_contain_text("changed successfully")

@@ -5,6 +5,7 @@ the UI keeps working."""
 import re
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.test import Client
 from playwright.sync_api import expect
 
@@ -55,12 +56,12 @@ def ui_pages(mind, memory) -> list[str]:
 
 def admin_pages(mind, memory) -> list[str]:
     version = memory.versions.get(version=1)
-    return ["/admin/", "/admin/minds/mind/", f"/admin/minds/mind/{mind.id}/change/",
+    return ["/admin/", "/admin/minds/mind/", f"/admin/minds/mind/{quote(mind.id)}/change/",
             "/admin/minds/mind/add/", "/admin/minds/mindkey/", "/admin/minds/mindkey/add/",
-            "/admin/memories/memory/", f"/admin/memories/memory/{memory.id}/change/",
+            "/admin/memories/memory/", f"/admin/memories/memory/{quote(memory.id)}/change/",
             "/admin/memories/memory/?memory_type__exact=episodic&under=projects",
             "/admin/memories/memoryversion/",
-            f"/admin/memories/memoryversion/{version.pk}/change/",
+            f"/admin/memories/memoryversion/{quote(version.pk)}/change/",
             "/admin/memories/auditevent/", "/admin/auth/user/"]
 
 
@@ -178,7 +179,8 @@ def test_chromium_signs_in_to_the_admin_under_the_policy(page, alice_mind, alice
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url("**/admin/")
-    for url in ("/admin/", "/admin/minds/mind/", f"/admin/minds/mind/{alice_mind.id}/change/",
+    for url in ("/admin/", "/admin/minds/mind/",
+                f"/admin/minds/mind/{quote(alice_mind.id)}/change/",
                 "/admin/minds/mindkey/add/"):
         response = page.goto(url)
         assert response.status == 200, url
