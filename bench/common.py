@@ -195,6 +195,12 @@ def database_time(call, repeat: int) -> list[float]:
     return samples
 
 
+def check(response, status: int = 200):
+    """An in-process answer (Django's test client) with the status a bench expects."""
+    assert response.status_code == status, response.content[:300]
+    return response
+
+
 def raw_connection():
     """A plain psycopg connection to the same database, outside Django."""
     import psycopg

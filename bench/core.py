@@ -26,6 +26,7 @@ from bench.common import (  # noqa: E402
     Server,
     Stats,
     capture_sql,
+    check,
     database_time,
     machine_line,
     raw_connection,
@@ -159,9 +160,6 @@ def main() -> None:
         print(f"{name}: p95 {http_stats.pct(95):.2f} ms (raw {raw_stats.pct(95):.2f} ms, "
               f"in the request {inside_stats.pct(95):.2f} ms)", flush=True)
 
-    def ok(response, status=200):
-        assert response.status_code == status, response.content[:300]
-
     # store (new): every request a new key.
     def store_http(i):
         response = http.post("/memory", headers=big_headers, json={
@@ -181,7 +179,7 @@ def main() -> None:
         return [sql.replace(captured_id, fresh_id).replace(template_key, fresh_key)
                 for sql in store_sql]
 
-    measure("POST /memory (store new)", store_http, store_raw, lambda i: ok(inproc.post(
+    measure("POST /memory (store new)", store_http, store_raw, lambda i: check(inproc.post(
         "/memory", {"category": "note", "key": f"new_inproc_{i}_{uuid.uuid4().hex[:8]}",
                     "content": sentence(rng), "tags": ["bench"]}, format="json"), 201))
 
@@ -205,7 +203,7 @@ def main() -> None:
             f"'{upsert_id}', 2,", f"'{upsert_id}', {version},").replace(
             '"version" = 2', f'"version" = {version}') for sql in upsert_sql]
 
-    measure("POST /memory (upsert changed)", upsert_http, upsert_raw, lambda i: ok(inproc.post(
+    measure("POST /memory (upsert changed)", upsert_http, upsert_raw, lambda i: check(inproc.post(
         "/memory", {"category": "note", "key": f"upsert_{i % 50}",
                     "content": f"{sentence(rng)} in process {i}"}, format="json")))
 
@@ -217,14 +215,14 @@ def main() -> None:
     measure("GET /memory/{id}", get_http,
             lambda i: [s.replace(memory_ids[0], memory_ids[i % len(memory_ids)])
                        for s in get_sql],
-            lambda i: ok(inproc.get(f"/memory/{memory_ids[i % len(memory_ids)]}")))
+            lambda i: check(inproc.get(f"/memory/{memory_ids[i % len(memory_ids)]}")))
 
     def list_http(i):
         assert http.get("/memory?limit=50", headers=big_headers).status_code == 200
 
     list_sql = capture_sql(lambda: inproc.get("/memory?limit=50"))
     measure("GET /memory?limit=50", list_http, lambda i: list_sql,
-            lambda i: ok(inproc.get("/memory?limit=50")))
+            lambda i: check(inproc.get("/memory?limit=50")))
 
     # The same list narrowed to one project (about a tenth of the mind, sub-paths included).
     def list_path_http(i):
@@ -233,14 +231,14 @@ def main() -> None:
 
     list_path_sql = capture_sql(lambda: inproc.get("/memory?limit=50&path=projects/p3"))
     measure("GET /memory?limit=50&path=projects/p3", list_path_http, lambda i: list_path_sql,
-            lambda i: ok(inproc.get("/memory?limit=50&path=projects/p3")))
+            lambda i: check(inproc.get("/memory?limit=50&path=projects/p3")))
 
     def recall_http(i):
         assert http.get("/memory/recall", headers=small_headers).status_code == 200
 
     recall_sql = capture_sql(lambda: inproc_small.get("/memory/recall"))
     measure("GET /memory/recall (1,000 memories)", recall_http, lambda i: recall_sql,
-            lambda i: ok(inproc_small.get("/memory/recall")))
+            lambda i: check(inproc_small.get("/memory/recall")))
 
     def budget_http(i):
         assert http.get("/memory/recall?budget=2000", headers=big_headers).status_code == 200
@@ -252,7 +250,7 @@ def main() -> None:
     shown = len(inproc.get("/memory/recall?budget=2000&format=json").json()["memories"])
     assert shown + MAX_CONSECUTIVE_MISSES <= CHUNK, shown
     measure("GET /memory/recall?budget=2000 (10,000 memories)", budget_http,
-            lambda i: budget_sql, lambda i: ok(inproc.get("/memory/recall?budget=2000")),
+            lambda i: budget_sql, lambda i: check(inproc.get("/memory/recall?budget=2000")),
             cursor_rows=CHUNK)
 
     # Recall of one project: about 1,000 memories of the 10,000 (compare with the recall of
@@ -264,7 +262,7 @@ def main() -> None:
     recall_path_sql = capture_sql(lambda: inproc.get("/memory/recall?path=projects/p3"))
     measure("GET /memory/recall?path=projects/p3 (~1,000 of 10,000)", recall_path_http,
             lambda i: recall_path_sql,
-            lambda i: ok(inproc.get("/memory/recall?path=projects/p3")))
+            lambda i: check(inproc.get("/memory/recall?path=projects/p3")))
 
     def budget_path_http(i):
         assert http.get("/memory/recall?budget=2000&path=projects/p3",
@@ -274,7 +272,7 @@ def main() -> None:
         lambda: inproc.get("/memory/recall?budget=2000&path=projects/p3"))
     measure("GET /memory/recall?budget=2000&path=projects/p3", budget_path_http,
             lambda i: budget_path_sql,
-            lambda i: ok(inproc.get("/memory/recall?budget=2000&path=projects/p3")),
+            lambda i: check(inproc.get("/memory/recall?budget=2000&path=projects/p3")),
             cursor_rows=CHUNK)
 
     # A page of the timeline from the middle of its 2,000 episodes.
@@ -289,7 +287,7 @@ def main() -> None:
         f"/memory/timeline?path={TIMELINE_PATH}&limit=50&after={anchors[0]}"))
     measure("GET /memory/timeline?path=…&after=…&limit=50 (2,000 episodes)", timeline_http,
             lambda i: [s.replace(anchors[0], anchors[i % len(anchors)]) for s in timeline_sql],
-            lambda i: ok(inproc.get(f"/memory/timeline?path={TIMELINE_PATH}&limit=50&after="
+            lambda i: check(inproc.get(f"/memory/timeline?path={TIMELINE_PATH}&limit=50&after="
                                     f"{anchors[i % len(anchors)]}")))
 
     # Issue 12's comparisons, interleaved: the filtered and the unfiltered request take

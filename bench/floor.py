@@ -35,6 +35,7 @@ from bench.common import (  # noqa: E402
     Server,
     Stats,
     capture_sql,
+    check,
     database_time,
     machine_line,
     raw_connection,
@@ -260,9 +261,6 @@ def main() -> None:
 
 def other_routes(client, requests: int) -> dict[str, tuple[float, dict]]:
     """Each hot route's unprofiled p50 and its layers (route_layers), in process."""
-    def check(response, status=200):
-        assert response.status_code == status, response.content[:300]
-
     keys = iter(range(10**9))
     calls = {
         "GET /memory?limit=50": lambda i: check(client.get("/memory?limit=50")),

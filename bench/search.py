@@ -189,7 +189,7 @@ def time_statements(plaintext: str, texts: dict) -> dict:
     from django.db import transaction
     from rest_framework.test import APIClient
 
-    from bench.common import DatabaseClock, capture_sql, raw_connection, replay
+    from bench.common import DatabaseClock, capture_sql, check, raw_connection, replay
 
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {plaintext}")
@@ -204,8 +204,7 @@ def time_statements(plaintext: str, texts: dict) -> dict:
                     # connection and both are captured and timed (served over HTTP, its
                     # semantic side runs beside the keyword side: synapse.db.beside).
                     with transaction.atomic():
-                        response = client.get("/memory/search", {"q": text, "mode": mode})
-                    assert response.status_code == 200, response.content[:300]
+                        check(client.get("/memory/search", {"q": text, "mode": mode}))
 
                 replayed.append(timed_once(replay, conn, capture_sql(request)))
                 with DatabaseClock() as clock:  # the request again, its SQL timed in it
