@@ -189,18 +189,6 @@ class MemoryQuerySet(models.QuerySet):
         fallback live in memories.search."""
         return self.filter(search_vector=search_query(parse_query(query, config)))
 
-    def nearest(self, vector, k: int, *, exact: bool = False) -> "MemoryQuerySet":
-        """The ``k`` embedded memories nearest to ``vector``, annotated with ``distance``
-        (cosine). Evaluate inside memories.search.iterative_scan() so a filtered set
-        still gets k rows from the HNSW index. ``exact`` orders by an expression the
-        index cannot serve: every row passing the filters is measured."""
-        from pgvector.django import CosineDistance
-
-        nearest = (self.filter(embedding__isnull=False)
-                   .annotate(distance=CosineDistance("embedding", vector)))
-        order = (F("distance") + Value(0.0)).asc() if exact else "distance"
-        return nearest.order_by(order)[:k]
-
 
 def citation(memory_id: str, version: int) -> str:
     """How an agent names exactly what it relied on: ``mem_…@v3`` (docs/api.md#citations).

@@ -4,18 +4,16 @@ import html
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Case, FloatField, Q, QuerySet, When
-from django.db.models.expressions import RawSQL
 from pgvector.django import CosineDistance
 
 from memories import ranking
 from memories.embeddings import embed_query, model_name, query_encoder_name
-from memories.models import EMBEDDING_INDEX, Category, Memory, QuotaCounter
+from memories.models import EMBEDDING_INDEX, Category, Memory, MemoryRow, QuotaCounter
 from memories.query import (
     DEFAULT_CONFIG,
     ParsedQuery,
@@ -41,7 +39,7 @@ HYBRID_CANDIDATES = 100
 SEMANTIC_EF_SEARCH = 100
 # What an HNSW iterative scan spends per entry it visits, over what an exact scan spends
 # measuring one memory: 3.5 to 9.3 measured at 1,000,000 memories (bench/results/scale.md:
-# 3.5 with the whole graph in shared_buffers); exact_scan_bound.
+# 3.5 with the whole graph in shared_buffers); exact_scan_bound_sql.
 HNSW_VISIT_COST = 5
 _MARK_START, _MARK_END = "\ue000", "\ue001"
 _HEADLINE_OPTIONS = (f"StartSel={_MARK_START}, StopSel={_MARK_END}, MaxWords=30, MinWords=12, "
@@ -278,31 +276,15 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
 
 # -- Semantic search ---------------------------------------------------------------------
 
-@contextmanager
-def iterative_scan(ef_search: int = SEMANTIC_EF_SEARCH, using: str = DEFAULT_DB_ALIAS
-                   ) -> Iterator[float]:
-    """A transaction (on database ``using``) in which HNSW scans iterate (pgvector ≥ 0.8)
-    until enough rows pass the query's filters, instead of stopping after ``ef_search``
-    candidates. Yields how many entries the HNSW index holds (PostgreSQL's estimate, from
-    its last VACUUM or ANALYZE; 0 while it has none)."""
-    with transaction.atomic(using=using), connections[using].cursor() as cursor:
-        # Both settings and the estimate in one round trip, the settings local to the
-        # transaction.
-        cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                       "set_config('hnsw.ef_search', %s, true), "
-                       "(SELECT greatest(reltuples, 0) FROM pg_class "
-                       " WHERE oid = to_regclass(%s))",
-                       [str(ef_search), EMBEDDING_INDEX])
-        yield float(cursor.fetchone()[2] or 0)
-
-
-def exact_scan_bound(entries: float, k: int) -> int:
+def exact_scan_bound_sql(k: int) -> tuple[str, list]:
     """Up to how many memories measuring each one costs less than an HNSW scan for the
-    ``k`` nearest in an index of ``entries`` (docs/search.md, "Semantic search in a small
-    mind"). An iterative scan visits about k·entries/n entries before k of a set of n pass
+    ``k`` nearest (docs/search.md, "Semantic search in a small mind"), as SQL over the
+    index's size (PostgreSQL's estimate, from its last VACUUM or ANALYZE; 0 while it has
+    none). An iterative scan visits about k·entries/n entries before k of a set of n pass
     its filter, each HNSW_VISIT_COST times as dear as measuring one memory outright, so
     the exact scan is the cheaper one while n² < HNSW_VISIT_COST·k·entries."""
-    return int((HNSW_VISIT_COST * k * entries) ** 0.5)
+    return ("floor(sqrt(%s * %s * (SELECT greatest(reltuples, 0) FROM pg_class "
+            "WHERE oid = to_regclass(%s))))", [HNSW_VISIT_COST, k, EMBEDDING_INDEX])
 
 
 def semantic_search(memories, vector: list[float], *, limit: int,
@@ -311,47 +293,70 @@ def semantic_search(memories, vector: list[float], *, limit: int,
 
     ``memories`` is one mind's (Memory.objects.for_mind; the statement reads the size of
     the mind of its first row). A mind small beside the whole index (up to
-    exact_scan_bound memories, as its quota counters count them: every row, the trash
+    exact_scan_bound_sql memories, as its quota counters count them: every row, the trash
     included; sixteen rows to read whatever its size) is measured memory by memory:
     exact, and in a mind holding 1% of a large table several times faster than the
-    graph. Otherwise HNSW with iterative index scans: the index keeps scanning until
-    ``limit`` rows pass the filter. ``relaxed_order`` may return rows slightly out of
+    graph. Otherwise HNSW with iterative index scans (pgvector ≥ 0.8): the index keeps
+    scanning until ``limit`` rows pass the filter, instead of stopping after
+    ``hnsw.ef_search`` candidates. ``relaxed_order`` may return rows slightly out of
     order; they are re-sorted here. An iterative scan also gives up
     (``hnsw.max_scan_tuples``, or a graph crowded with other minds' or dead entries): when
-    it brings fewer than ``limit`` rows, the same query measures every row passing the
-    filters instead. One round trip either way: one-time filters skip the branches not
-    taken. Only vectors of the configured model count.
+    it brings fewer than ``limit`` rows, the same statement measures every row passing
+    the filters instead. Only vectors of the configured model count.
+
+    One statement, in no transaction of its own: it sets the scan's settings itself
+    (local to its transaction: the statement's own, or the caller's), before its graph
+    side reads the index (a one-time filter on that side needs them first; pgvector reads
+    them when the scan fetches its first row). The vector is sent once. The SQL runs
+    where ``memories`` reads (a read replica, in a view that allows one:
+    synapse.db_router).
     """
-    mind_sql, mind_params = memories.order_by().values("mind").query.sql_with_params()
-    memories = memories.filter(embedding_model=model_name())
-    indexed_sql, indexed_params = (memories.nearest(vector, limit)
-                                   .values_list("id", "distance").query.sql_with_params())
-    exact_sql, exact_params = (memories.nearest(vector, limit, exact=True)
-                               .values_list("id", "distance").query.sql_with_params())
-    sql = f"""
-        WITH size AS MATERIALIZED (
-            SELECT coalesce(sum(memories), 0) AS n FROM {QuotaCounter._meta.db_table}
-            WHERE mind_id = ({mind_sql} LIMIT 1)
-        ),
-        indexed AS MATERIALIZED ({indexed_sql})
-        SELECT * FROM indexed
-         WHERE (SELECT n FROM size) > %s AND (SELECT count(*) FROM indexed) >= %s
-        UNION ALL
-        SELECT * FROM ({exact_sql}) exact
-         WHERE (SELECT n FROM size) <= %s OR (SELECT count(*) FROM indexed) < %s
-    """  # noqa: S608
-    using = memories.db  # a read replica, in a view that allows one (synapse.db_router)
+    where, where_params = _where(memories.filter(embedding__isnull=False,
+                                                 embedding_model=model_name()))
     k = max(SEMANTIC_EF_SEARCH, limit)
-    with iterative_scan(k, using) as entries, connections[using].cursor() as cursor:
-        bound = exact_scan_bound(entries, k)
-        cursor.execute(sql, [*mind_params, *indexed_params, bound, limit,
-                             *exact_params, bound, limit])
+    bound_sql, bound_params = exact_scan_bound_sql(k)
+    distance_sql = "memories_memory.embedding <=> (SELECT v FROM q)"
+    nearest = (f"SELECT memories_memory.id, {distance_sql} AS distance "  # noqa: S608
+               f"FROM memories_memory WHERE {where}")
+    sql = f"""
+        WITH scan AS MATERIALIZED (
+            SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true) AS iterative,
+                   set_config('hnsw.ef_search', %s, true) AS ef_search,
+                   {bound_sql} AS bound
+        ),
+        q AS MATERIALIZED (SELECT %s::vector AS v),
+        size AS MATERIALIZED (
+            SELECT coalesce(sum(memories), 0) AS n FROM {QuotaCounter._meta.db_table}
+            WHERE mind_id = (SELECT memories_memory.mind_id FROM memories_memory
+                             WHERE {where} LIMIT 1)
+        ),
+        indexed AS MATERIALIZED (
+            {nearest} AND (SELECT iterative IS NOT NULL FROM scan)
+            ORDER BY {distance_sql} LIMIT %s
+        )
+        SELECT * FROM indexed
+         WHERE (SELECT n FROM size) > (SELECT bound FROM scan)
+           AND (SELECT count(*) FROM indexed) >= %s
+        UNION ALL
+        SELECT * FROM ({nearest} ORDER BY ({distance_sql}) + 0.0 LIMIT %s) exact
+         WHERE (SELECT n FROM size) <= (SELECT bound FROM scan)
+            OR (SELECT count(*) FROM indexed) < %s
+    """  # noqa: S608
+    params = [str(k), *bound_params, _vector_literal(vector), *where_params,
+              *where_params, limit, limit, *where_params, limit, limit]
+    with connections[memories.db].cursor() as cursor:
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
     hits = sorted(((memory_id, 1.0 - float(distance)) for memory_id, distance in rows),
                   key=lambda hit: (-hit[1], hit[0]))
     if threshold is not None:
         hits = [hit for hit in hits if hit[1] >= threshold]
     return hits
+
+
+def _vector_literal(vector) -> str:
+    """pgvector's text form of ``vector``."""
+    return "[" + ",".join(map(repr, map(float, vector))) + "]"
 
 
 # -- Hybrid ------------------------------------------------------------------------------
@@ -430,11 +435,19 @@ def highlight(snippet: str | None) -> str | None:
             .replace(_MARK_END, "</mark>"))
 
 
+class Hit(MemoryRow):
+    """A memory found: its shown fields (MemoryRow), with room for what the answer adds
+    (score, snippet, explain: memories.api.serializers.search.search_hits)."""
+
+
+_HIT_COLUMNS = ", ".join(f'memories_memory."{name}"' for name in MemoryRow._fields)
+
+
 def load_hits(hits: list[tuple[str, float]], text: str, config: str = DEFAULT_CONFIG
-              ) -> list[tuple[Memory, float, str | None]]:
+              ) -> list[tuple[Hit, float, str | None]]:
     """The memories of ``hits`` in order, each with its score and an HTML-safe snippet
     highlighting the words of ``text`` (credentials get no snippet), in the mind's
-    text-search ``config``."""
+    text-search ``config``: one hand-written statement, read as tuples."""
     if not hits:
         return []
     words = words_query(text, config)
@@ -444,16 +457,14 @@ def load_hits(hits: list[tuple[str, float]], text: str, config: str = DEFAULT_CO
         highlight_sql, params = "''::tsquery", []
     # Marker characters are removed from the content first, so stored text can never
     # produce a <mark> tag of its own.
-    snippet_sql = (f"CASE WHEN category = %s THEN NULL ELSE ts_headline(%s::regconfig, "
-                   f"translate(content, %s, ''), {highlight_sql}, %s) END")
-    memories = (Memory.objects.filter(id__in=[memory_id for memory_id, _ in hits])
-                .without_vectors()
-                .annotate(snippet=RawSQL(snippet_sql, [Category.CREDENTIALS,  # noqa: S611
-                                                      config, _MARK_START + _MARK_END,
-                                                      *params,
-                                                      _HEADLINE_OPTIONS])))
-    by_id = {memory.id: memory for memory in memories}
-    return [(by_id[memory_id], score, highlight(by_id[memory_id].snippet))
+    sql = (f"SELECT {_HIT_COLUMNS}, CASE WHEN category = %s THEN NULL "  # noqa: S608
+           f"ELSE ts_headline(%s::regconfig, translate(content, %s, ''), {highlight_sql}, %s) "
+           f"END FROM memories_memory WHERE id = ANY(%s)")
+    with connections[Memory.objects.db].cursor() as cursor:
+        cursor.execute(sql, [Category.CREDENTIALS, config, _MARK_START + _MARK_END, *params,
+                             _HEADLINE_OPTIONS, [memory_id for memory_id, _ in hits]])
+        by_id = {row[0]: row for row in cursor.fetchall()}
+    return [(Hit(*by_id[memory_id][:-1]), score, highlight(by_id[memory_id][-1]))
             for memory_id, score in hits if memory_id in by_id]
 
 

@@ -121,7 +121,7 @@ class EmbedBatchResponseSerializer(EmbeddingStatusSerializer):
 
 
 def search_hits(loaded, parts: dict[str, dict[str, float]] | None = None) -> list[dict]:
-    """``(memory, score, snippet)`` triples (memories.search.load_hits) as the answer lists
+    """``(hit, score, snippet)`` triples (memories.search.load_hits) as the answer lists
     them; with ``parts`` (explain=true), each hit's parts of its score."""
     rows = []
     for memory, score, snippet in loaded:
