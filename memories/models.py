@@ -388,16 +388,35 @@ def memory_of_mind(mind: Mind, memory_id: str, *, in_trash_too: bool = False,
     return found[0]
 
 
-def _memory_by_id(*, in_trash_too: bool, vectors: bool) -> str:
+def live_memory_by_key(mind: Mind, category: str, key: str) -> Memory | None:
+    """The memory (category, key) of ``mind`` outside the trash, within its reach, its row
+    locked for the transaction (FOR UPDATE), with ``mind`` as its ``memory.mind``; None when
+    there is none. Every store and upsert starts here: for a mind without a reach it is one
+    hand-written statement, as :func:`memory_of_mind`. Unique: LIMIT 1, no ORDER BY."""
+    if reach_of_mind(mind):
+        found = list(Memory.objects.select_for_update().for_mind(mind).alive()
+                     .filter(category=category, key=key)[:1])
+    else:
+        found = list(Memory.objects.raw(_LIVE_BY_KEY_LOCKED, [mind.pk, category, key]))
+    if not found:
+        return None
+    found[0].mind = whole_mind(mind)
+    return found[0]
+
+
+def _memory_select(where: str, *, vectors: bool = True) -> str:
     columns = [field.column for field in Memory._meta.concrete_fields
                if vectors or field.name not in VECTOR_FIELDS]
-    alive = "" if in_trash_too else " AND deleted_at IS NULL"
-    return (f"SELECT {', '.join(columns)} FROM memories_memory "  # noqa: S608 - column names
-            f"WHERE mind_id = %s AND id = %s{alive}")
+    return f"SELECT {', '.join(columns)} FROM memories_memory WHERE {where}"  # noqa: S608
 
 
-_MEMORY_BY_ID = {(trash, vectors): _memory_by_id(in_trash_too=trash, vectors=vectors)
-                 for trash in (False, True) for vectors in (False, True)}
+_MEMORY_BY_ID = {
+    (trash, vectors): _memory_select("mind_id = %s AND id = %s"
+                                     + ("" if trash else " AND deleted_at IS NULL"),
+                                     vectors=vectors)
+    for trash in (False, True) for vectors in (False, True)}
+_LIVE_BY_KEY_LOCKED = _memory_select(
+    "mind_id = %s AND category = %s AND key = %s AND deleted_at IS NULL LIMIT 1 FOR UPDATE")
 
 
 # Fields whose change makes a new version (and that a version snapshot keeps).

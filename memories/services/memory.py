@@ -22,7 +22,7 @@ from memories.models import (
     MemoryVersion,
     Source,
     default_memory_type,
-    whole_mind,
+    live_memory_by_key,
 )
 from memories.naming import derive_key, normalize_tags
 from memories.paths import within_any
@@ -152,17 +152,6 @@ def mark_for_embedding(memory: Memory) -> None:
     memory.embedding_pending = not memory.is_credentials
 
 
-def locked_current(mind: Mind, category: str, key: str) -> Memory | None:
-    """The live memory (category, key) of ``mind``, locked, with ``mind`` as its
-    ``memory.mind``; unique, so a slice without ORDER BY."""
-    found = list(Memory.objects.select_for_update().for_mind(mind).alive()
-                 .filter(category=category, key=key)[:1])
-    if not found:
-        return None
-    found[0].mind = whole_mind(mind)
-    return found[0]
-
-
 def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | None = None,
                  tags: list[str] | None = None, priority: str | None = None,
                  confidence: float | None = None, expires_at: datetime | None = None,
@@ -201,7 +190,7 @@ def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | N
         changes["expires_at"] = expires_at
 
     with transaction.atomic(), charging(mind):
-        existing = locked_current(mind, category, key)
+        existing = live_memory_by_key(mind, category, key)
         if existing is None:
             try:
                 with transaction.atomic():
@@ -213,7 +202,7 @@ def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | N
             except IntegrityError:
                 # Another writer created this key between our lookup and insert, or a
                 # memory the key cannot reach holds it.
-                existing = locked_current(mind, category, key)
+                existing = live_memory_by_key(mind, category, key)
                 if existing is None and reach_of(actor):
                     raise KeyOutOfScope() from None
                 if existing is None:

@@ -16,6 +16,7 @@ from memories.models import (
     MemoryTombstone,
     MemoryVersion,
     Source,
+    live_memory_by_key,
 )
 from memories.quotas import charging, content_bytes, ledger_for
 from memories.reset import key_hash
@@ -25,7 +26,6 @@ from memories.services.memory import (
     agent_source,
     check_reach,
     default_path,
-    locked_current,
     mark_for_embedding,
     recorded_by,
     snapshot_version,
@@ -151,7 +151,7 @@ def _apply_change(*, mind: Mind, actor, change: sync.Change, result: SyncResult,
         alive = (Memory.objects.select_for_update().for_mind(mind).alive()
                  .filter(pk=change.id).first())
     if alive is None:
-        alive = locked_current(mind, change.category, change.key)
+        alive = live_memory_by_key(mind, change.category, change.key)
     if alive is not None:
         change = sync.settled_place(change, alive)
         local = sync.rank(updated_at=alive.updated_at, deleted=False,
