@@ -16,8 +16,9 @@ index lookups). Measured sequentially over keep-alive HTTP, one gunicorn worker 
 
 Then a profile (cProfile) of ``GET /memory/{id}`` in process (Django's test client, the
 whole handler) splits its Python time into layers, and so does one of each other hot route
-(list, store, upsert, recall whole and under a budget; ``--route-profile`` requests each),
-to show where each spends what its SQL does not. Writes bench/results/floor.md.
+(list, store, upsert, recall whole and under a budget, semantic search of distinct
+questions over the mind's memories, given random vectors; ``--route-profile`` requests
+each), to show where each spends what its SQL does not. Writes bench/results/floor.md.
 """
 
 import argparse
@@ -82,6 +83,11 @@ ROUTE_LAYERS = [
     ("the serializer (.data)", "rest_framework/serializers.py", "data", "max"),
     ("the recall text (format_block, each memory's block)", "memories/recall.py",
      "format_block", "max"),
+    ("the question's embedding (query_vector)", "memories/search.py", "query_vector", "max"),
+    ("the search (semantic_search, its SQL included)", "memories/search.py",
+     "semantic_search", "max"),
+    ("the hits' rows and snippets (load_hits, its SQL included)", "memories/search.py",
+     "load_hits", "max"),
     ("rendering JSON (JSONRenderer.render)", "rest_framework/renderers.py", "render", "max"),
 ]
 
@@ -158,6 +164,7 @@ def main() -> None:
     owner = get_user_model().objects.create_user("floor", password=uuid.uuid4().hex)
     mind = mind_create(owner=owner, name="Floor")
     fill(mind, 1_000, random.Random(7))
+    embed_at_random(mind)
     _key, plain = key_issue(mind=mind, name="floor")
     headers = {"Authorization": f"Bearer {plain}"}
     ids = [str(memory_id) for memory_id in mind.memories.values_list("id", flat=True)]
@@ -259,6 +266,26 @@ def main() -> None:
     teardown(data_dir, args.keep_data)
 
 
+def embed_at_random(mind) -> None:
+    """Give the mind's memories random vectors of the configured model (semantic search
+    measures them; what they mean does not matter to its cost), and count the mind's rows
+    in its quota counters, which semantic search reads."""
+    from django.db import connection
+
+    from memories.embeddings import model_name
+    from memories.quotas import recount
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE memories_memory m SET embedding = r.vector, embedding_model = %s, "
+            "embedding_pending = false FROM (SELECT id, (SELECT array_agg(random() - 0.5) "
+            "FROM generate_series(1, 384) WHERE id IS NOT NULL)::vector AS vector "
+            "FROM memories_memory WHERE mind_id = %s) r WHERE m.id = r.id",
+            [model_name(), mind.id])
+        cursor.execute("ANALYZE memories_memory")
+    recount()
+
+
 def other_routes(client, requests: int) -> dict[str, tuple[float, dict]]:
     """Each hot route's unprofiled p50 and its layers (route_layers), in process."""
     keys = iter(range(10**9))
@@ -274,6 +301,9 @@ def other_routes(client, requests: int) -> dict[str, tuple[float, dict]]:
         "GET /memory/recall": lambda i: check(client.get("/memory/recall")),
         "GET /memory/recall?budget=2000": lambda i: check(
             client.get("/memory/recall?budget=2000")),
+        # A new question each time: the process's cache of query embeddings never answers.
+        "GET /memory/semantic-search": lambda i: check(client.get(
+            "/memory/semantic-search", {"q": f"what happened at the floor, time {next(keys)}"})),
     }
     result = {}
     for name, call in calls.items():
