@@ -8,7 +8,7 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
-from django.db import models
+from django.db import models, router
 from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -392,12 +392,14 @@ def live_memory_by_key(mind: Mind, category: str, key: str) -> Memory | None:
     """The memory (category, key) of ``mind`` outside the trash, within its reach, its row
     locked for the transaction (FOR UPDATE), with ``mind`` as its ``memory.mind``; None when
     there is none. Every store and upsert starts here: for a mind without a reach it is one
-    hand-written statement, as :func:`memory_of_mind`. Unique: LIMIT 1, no ORDER BY."""
+    hand-written statement, as :func:`memory_of_mind`. Unique: LIMIT 1, no ORDER BY. A lock
+    is a write: both ways it runs on the database writes go to, never a read replica."""
     if reach_of_mind(mind):
         found = list(Memory.objects.select_for_update().for_mind(mind).alive()
                      .filter(category=category, key=key)[:1])
     else:
-        found = list(Memory.objects.raw(_LIVE_BY_KEY_LOCKED, [mind.pk, category, key]))
+        found = list(Memory.objects.raw(_LIVE_BY_KEY_LOCKED, [mind.pk, category, key],
+                                        using=router.db_for_write(Memory)))
     if not found:
         return None
     found[0].mind = whole_mind(mind)

@@ -306,3 +306,31 @@ def test_one_memory_of_a_scoped_mind_comes_with_the_whole_mind(alice_mind, remem
     for mind in (alice_mind, scoped):
         assert memory_of_mind(mind, inside.id) is None
         assert memory_of_mind(mind, inside.id, in_trash_too=True).id == inside.id
+
+
+def test_the_live_memory_a_store_writes_is_locked_on_the_primary_by_key_and_reach(
+        alice_mind, remember, django_assert_num_queries, settings):
+    import copy
+
+    from memories.models import live_memory_by_key
+    from synapse.db_router import reads_from
+
+    inside = remember(key="in", path="projects/a")
+    outside = remember(key="out", path="projects/b")
+    scoped = copy.copy(alice_mind)
+    scoped.reach = ("projects/a",)
+    # Inside a view that reads memories from a replica, the lock still runs where writes
+    # go ("nowhere" is no database: a read sent there would fail).
+    settings.DATABASE_ROUTERS = ["synapse.db_router.ReplicaRouter"]
+    with reads_from("nowhere"):
+        for mind in (alice_mind, scoped):
+            with django_assert_num_queries(1) as captured:
+                found = live_memory_by_key(mind, "fact", "in")
+            assert "FOR UPDATE" in captured.captured_queries[0]["sql"]
+            assert found.id == inside.id and found.content == inside.content
+            assert found.mind.pk == alice_mind.pk and found.mind.reach == ()
+        assert live_memory_by_key(scoped, "fact", "out") is None
+        assert live_memory_by_key(alice_mind, "fact", "out").id == outside.id
+        assert live_memory_by_key(alice_mind, "fact", "missing") is None
+        Memory.objects.filter(pk=inside.pk).update(deleted_at=timezone.now())
+        assert live_memory_by_key(alice_mind, "fact", "in") is None
