@@ -13,6 +13,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -171,7 +172,7 @@ def test_the_admin_issues_and_shows_keys_with_paths(staff, alice_mind):
     key = MindKey.objects.get(name="admin scoped")
     assert key.paths == ["projects/a", "team/x"]
     assert "projects/a, team/x" in text(staff.get("/admin/minds/mindkey/"))
-    assert "projects/a, team/x" in text(staff.get(f"/admin/minds/mindkey/{key.pk}/change/"))
+    assert "projects/a, team/x" in text(staff.get(f"/admin/minds/mindkey/{quote(key.pk)}/change/"))
     refused = staff.post("/admin/minds/mindkey/add/", {
         "mind": alice_mind.pk, "name": "admin bad", "scope": "read", "paths": "/"})
     assert "The root is not a path prefix" in text(refused)

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -518,7 +519,7 @@ def test_the_admin_shows_a_memorys_place_and_its_versions(staff, episode, alice)
 
     talk = episode("talk", T0, path="talks/one")
     memory_update(memory=talk, actor=alice, path="talks/two")
-    page = text(staff.get(f"/admin/memories/memory/{talk.pk}/change/"))
+    page = text(staff.get(f"/admin/memories/memory/{quote(talk.pk)}/change/"))
     assert "talks/two" in page and "Episodic" in page and "May 1, 2026" in page
     assert f"/admin/memories/memoryversion/?memory__exact={talk.pk}" in page
     versions = staff.get(f"/admin/memories/memoryversion/?memory__exact={talk.pk}")

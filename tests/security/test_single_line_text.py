@@ -8,6 +8,7 @@ import re
 from io import StringIO
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from hypothesis import given, settings
@@ -158,7 +159,7 @@ def test_the_admin_refuses_a_mind_name_that_breaks_lines(staff, alice, alice_min
     assert response.status_code == 200
     assert "line breaks" in response.content.decode()
     assert Mind.objects.count() == 1
-    response = staff.post(f"/admin/minds/mind/{alice_mind.pk}/change/",
+    response = staff.post(f"/admin/minds/mind/{quote(alice_mind.pk)}/change/",
                           {"name": "Renamed\nMind", "unverified_in_recall": "marked"})
     assert response.status_code == 200
     alice_mind.refresh_from_db()
@@ -173,7 +174,7 @@ def test_the_admin_refuses_a_key_name_that_breaks_lines(staff, alice_mind, alice
     assert "line breaks" in response.content.decode()
     assert not MindKey.objects.filter(scope="read").exists()
     key, _plaintext = alice_key
-    response = staff.post(f"/admin/minds/mindkey/{key.pk}/change/",
+    response = staff.post(f"/admin/minds/mindkey/{quote(key.pk)}/change/",
                           {"name": "a\nb", "scope": "write"})
     assert response.status_code == 200
     key.refresh_from_db()
