@@ -443,11 +443,12 @@ class Hit(MemoryRow):
 _HIT_COLUMNS = ", ".join(f'memories_memory."{name}"' for name in MemoryRow._fields)
 
 
-def load_hits(hits: list[tuple[str, float]], text: str, config: str = DEFAULT_CONFIG
-              ) -> list[tuple[Hit, float, str | None]]:
+def load_hits(mind_id: str, hits: list[tuple[str, float]], text: str,
+              config: str = DEFAULT_CONFIG) -> list[tuple[Hit, float, str | None]]:
     """The memories of ``hits`` in order, each with its score and an HTML-safe snippet
     highlighting the words of ``text`` (credentials get no snippet), in the mind's
-    text-search ``config``: one hand-written statement, read as tuples."""
+    text-search ``config``: one hand-written statement, read as tuples. Only memories of
+    the mind ``mind_id`` are read, whatever ids ``hits`` names."""
     if not hits:
         return []
     words = words_query(text, config)
@@ -459,10 +460,10 @@ def load_hits(hits: list[tuple[str, float]], text: str, config: str = DEFAULT_CO
     # produce a <mark> tag of its own.
     sql = (f"SELECT {_HIT_COLUMNS}, CASE WHEN category = %s THEN NULL "  # noqa: S608
            f"ELSE ts_headline(%s::regconfig, translate(content, %s, ''), {highlight_sql}, %s) "
-           f"END FROM memories_memory WHERE id = ANY(%s)")
+           f"END FROM memories_memory WHERE mind_id = %s AND id = ANY(%s)")
     with connections[Memory.objects.db].cursor() as cursor:
         cursor.execute(sql, [Category.CREDENTIALS, config, _MARK_START + _MARK_END, *params,
-                             _HEADLINE_OPTIONS, [memory_id for memory_id, _ in hits]])
+                             _HEADLINE_OPTIONS, mind_id, [memory_id for memory_id, _ in hits]])
         by_id = {row[0]: row for row in cursor.fetchall()}
     return [(Hit(*by_id[memory_id][:-1]), score, highlight(by_id[memory_id][-1]))
             for memory_id, score in hits if memory_id in by_id]

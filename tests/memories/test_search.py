@@ -148,6 +148,17 @@ def test_another_minds_memories_are_never_found(bob_agent, corpus):
     assert keys(search(bob_agent, q="docker")) == []
 
 
+def test_the_hits_rows_are_read_from_the_searching_mind_only(alice_mind, bob_mind, corpus):
+    # load_hits reads the rows of the ids a search found; an id of another mind among
+    # them (none reaches it from a mind-scoped search) is still never read.
+    from memories.search import load_hits
+
+    hits = [(corpus["coffee"].id, 0.9), (corpus["deploy_target"].id, 0.5)]
+    assert [(hit.key, score) for hit, score, _snippet in load_hits(
+        alice_mind.pk, hits, "coffee")] == [("coffee", 0.9), ("deploy_target", 0.5)]
+    assert load_hits(bob_mind.pk, hits, "coffee") == []
+
+
 @pytest.mark.parametrize(("params", "field"), [
     ({"q": '"unclosed'}, "q"),
     ({"q": "x" * 1001}, "q"),

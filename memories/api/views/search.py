@@ -69,7 +69,7 @@ class SearchActions:
             parts = result.parts or {memory_id: {"keyword": score} for memory_id, score in hits}
         if not hits:
             matched = "none"
-        results = search_hits(search.load_hits(hits, text, config),
+        results = search_hits(search.load_hits(self.mind.pk, hits, text, config),
                               parts if query["explain"] else None)
         return Response({"query": text, "mode": mode, "matched": matched,
                          "ignored_terms": ignored, "count": len(results), "results": results})
@@ -86,7 +86,8 @@ class SearchActions:
         query = self.query
         hits = search.semantic_search(self.searchable(), search.query_vector(query["q"]),
                                       limit=query["limit"], threshold=query.get("threshold"))
-        results = search_hits(search.load_hits(hits, query["q"], self.mind.search_config))
+        results = search_hits(search.load_hits(self.mind.pk, hits, query["q"],
+                                               self.mind.search_config))
         return Response({"query": query["q"], "mode": "semantic",
                          "matched": "all" if results else "none", "ignored_terms": [],
                          "count": len(results), "results": results})
