@@ -334,3 +334,32 @@ def test_the_live_memory_a_store_writes_is_locked_on_the_primary_by_key_and_reac
         assert live_memory_by_key(alice_mind, "fact", "missing") is None
         Memory.objects.filter(pk=inside.pk).update(deleted_at=timezone.now())
         assert live_memory_by_key(alice_mind, "fact", "in") is None
+
+
+def test_the_hand_written_lookups_build_the_instance_the_orm_does(alice_mind, remember):
+    import numpy as np
+
+    from memories.models import VECTOR_FIELDS, live_memory_by_key, memory_of_mind
+
+    memory = remember(key="a", content="alpha", tags=["x"], path="projects/a")
+    vector = np.linspace(-1, 1, 384, dtype=np.float32)
+    Memory.objects.filter(pk=memory.pk).update(embedding=vector)
+    expected = Memory.objects.get(pk=memory.pk)
+    for found in (memory_of_mind(alice_mind, memory.id),
+                  memory_of_mind(alice_mind, memory.id, vectors=False),
+                  live_memory_by_key(alice_mind, "fact", "a")):
+        assert found._state.adding is False and found._state.db == "default"
+        for field in Memory._meta.concrete_fields:
+            if field.attname in found.get_deferred_fields():
+                assert field.name in VECTOR_FIELDS
+                continue
+            value, wanted = getattr(found, field.attname), getattr(expected, field.attname)
+            assert type(value) is type(wanted), field.name
+            if field.name in VECTOR_FIELDS and wanted is not None:
+                assert np.array_equal(value, wanted), field.name
+            else:
+                assert value == wanted, field.name
+    read = memory_of_mind(alice_mind, memory.id).embedding
+    assert np.array_equal(np.asarray(read, dtype=np.float32), vector)
+    assert {"embedding"} <= memory_of_mind(alice_mind, memory.id,
+                                           vectors=False).get_deferred_fields()
