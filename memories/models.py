@@ -382,10 +382,7 @@ def memory_of_mind(mind: Mind, memory_id: str, *, in_trash_too: bool = False,
     else:
         found = _one_memory(_MEMORY_BY_ID[in_trash_too, vectors], [mind.pk, memory_id],
                             router.db_for_read(Memory))
-    if not found:
-        return None
-    found[0].mind = whole_mind(mind)
-    return found[0]
+    return _with_whole_mind(found, mind)
 
 
 def live_memory_by_key(mind: Mind, category: str, key: str) -> Memory | None:
@@ -400,6 +397,12 @@ def live_memory_by_key(mind: Mind, category: str, key: str) -> Memory | None:
     else:
         found = _one_memory(_LIVE_BY_KEY_LOCKED, [mind.pk, category, key],
                             router.db_for_write(Memory))
+    return _with_whole_mind(found, mind)
+
+
+def _with_whole_mind(found: list[Memory], mind: Mind) -> Memory | None:
+    """The one memory a lookup of ``mind`` found, with the whole mind (no reach) as its
+    ``memory.mind``; None when it found none."""
     if not found:
         return None
     found[0].mind = whole_mind(mind)
