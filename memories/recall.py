@@ -152,7 +152,11 @@ _END = object()
 
 def estimate_tokens(text: str) -> int:
     """Tokens as LLM tokenizers count them, roughly: one per four characters."""
-    return math.ceil(len(text) / 4)
+    return tokens_of_length(len(text))
+
+
+def tokens_of_length(characters: int) -> int:
+    return math.ceil(characters / 4)
 
 
 def display_content(memory: Memory | RecallItem) -> str:
@@ -189,6 +193,16 @@ def format_block(position: int, memory: Memory | RecallItem) -> str:
     if memory.tags:
         parts.append(indent_lines(f"Tags: {', '.join(memory.tags)}"))
     return "\n".join(parts)
+
+
+def shortest_block(memory: Memory | RecallItem) -> int:
+    """A length no block of ``memory`` is shorter than, at any position: what
+    :func:`format_block` writes whatever the fields (``[001] `` and the header's
+    punctuation, ``[verified]``, ``@v`` and a digit, two line breaks) and each field
+    shown once. Escaping only lengthens a field, and indenting a field adds two characters
+    where dropping its last line break takes at most two (``\\r\\n``)."""
+    return 26 + (len(memory.category) + len(memory.priority) + len(memory.id)
+                 + len(memory.key) + len(display_content(memory)))
 
 
 # A recall lays out thousands of blocks whose headers share a few categories, priorities,
@@ -328,9 +342,13 @@ def build_recall(*, mind: Mind, memories: Iterable, budget: int | None = None,
         seen += 1
         low = memory.priority == Priority.LOW
         low_seen += low
-        block = format_block(len(chosen) + 1, memory)
-        cost = estimate_tokens(block) + 1  # +1 covers the blank line between blocks
-        if used + cost <= budget:
+        # +1 covers the blank line between blocks. Once the budget is nearly spent, most
+        # memories read are too large: those whose shortest block would not fit are
+        # passed over without being laid out.
+        block = None
+        if used + tokens_of_length(shortest_block(memory)) + 1 <= budget:
+            block = format_block(len(chosen) + 1, memory)
+        if block is not None and used + (cost := estimate_tokens(block) + 1) <= budget:
             if scan is not None:
                 scan.take()
             chosen.append(memory)

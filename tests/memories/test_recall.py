@@ -7,6 +7,8 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memories.models import Memory
 from memories.recall import estimate_tokens
@@ -596,3 +598,75 @@ def test_the_counts_that_grow_with_the_mind_read_an_index_alone(agent, remember,
     assert response.status_code == 200
     assert len(plans) == 1, plans
     assert f"Index Only Scan using {index}" in plans[0], plans[0]
+
+
+# -- Under a budget, memories too large to fit are passed over unlaid ---------------------------
+
+_STORED_TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=40)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(category=st.sampled_from(["fact", "identity", "credentials", "ca\u2028t"]),
+       key=_STORED_TEXT, content=_STORED_TEXT, tags=st.lists(_STORED_TEXT, max_size=3),
+       priority=st.sampled_from(["low", "normal", "high", "critical"]),
+       verified=st.booleans(), memory_type=st.sampled_from(["semantic", "episodic", "x\ny"]),
+       path=st.sampled_from(["", "projects/a", "p\rq"]), version=st.integers(1, 10**6),
+       position=st.integers(1, 20000), episode=st.booleans())
+def test_no_block_is_shorter_than_its_shortest_block(category, key, content, tags, priority,
+                                                     verified, memory_type, path, version,
+                                                     position, episode):
+    """Whatever a stored field holds (line breaks of every kind, control characters),
+    format_block never writes fewer characters than shortest_block allows for."""
+    from memories.recall import RecallItem, format_block, shortest_block
+
+    memory = RecallItem(id="mem_4Fq2xT9kLm3nPq8rS1vW", category=category, key=key,
+                        content=content, tags=tags, priority=priority, verified=verified,
+                        memory_type=memory_type, path=path, version=version,
+                        occurred_at=timezone.now() if episode else None)
+    assert shortest_block(memory) <= len(format_block(position, memory))
+
+
+def test_the_shortest_block_is_reached():
+    """The bound is tight: fields that each end in a CRLF (dropped when indented) make a
+    block exactly that short, so the bound cannot grow without passing over a memory that
+    would have fit."""
+    from memories.recall import RecallItem, format_block, shortest_block
+
+    memory = RecallItem(id="m", category="x", key="k\r\n", content="c\r\n", tags=[],
+                        priority="low", verified=True, memory_type="semantic", path="",
+                        occurred_at=None, version=1)
+    assert format_block(1, memory) == "[001] x (LOW) [verified] m@v1\n  k\n  c"
+    assert shortest_block(memory) == len(format_block(1, memory))
+
+
+@pytest.mark.parametrize("form", ["", "&format=json"])
+def test_a_budget_passes_over_memories_too_large_to_fit_without_laying_them_out(
+        agent, remember, monkeypatch, form):
+    """Past the few memories that fill the budget, the large ones are missed without
+    format_block, and the answer is the one laying out every memory gives."""
+    from memories import recall
+
+    for number in range(40):
+        remember(key=f"m_{number:02d}", content=("tiny" if number % 8 == 0
+                                                 else "too large to fit " * 40))
+    laid_out = []
+    format_block = recall.format_block
+
+    def counted(position, memory):
+        laid_out.append(memory.key)
+        return format_block(position, memory)
+
+    monkeypatch.setattr(recall, "format_block", counted)
+    skipping = agent.get(f"/memory/recall?budget=300{form}")
+    skipped = len(laid_out)
+    laid_out.clear()
+    monkeypatch.setattr(recall, "shortest_block", lambda memory: 0)
+    every = agent.get(f"/memory/recall?budget=300{form}")
+    assert skipping.status_code == every.status_code == 200
+    assert skipping.content == every.content
+    assert {name: skipping[name] for name in ("X-Recall-Tokens", "X-Recall-Omitted",
+                                              "X-Recall-Count")} == {
+        name: every[name] for name in ("X-Recall-Tokens", "X-Recall-Omitted", "X-Recall-Count")}
+    assert int(skipping["X-Recall-Count"]) >= 5  # the tiny ones, and a large one or so
+    # Laid out: what is shown and what came close; never the 40 every one costs.
+    assert len(laid_out) == 40 and skipped < 20
