@@ -34,6 +34,10 @@ WHOLE_LIMIT = 2000
 STREAM_CHUNK = 500
 # A budgeted recall reads no more rows than it shows plus SCAN_CHUNK (BudgetedScan).
 SCAN_CHUNK = 500
+# Its first fetch asks for no more than FIRST_FETCH rows: a scan ends after
+# MAX_CONSECUTIVE_MISSES memories that do not fit, and a budget of a few thousand tokens
+# shows a few dozen, so most scans need one fetch of this size and no row more.
+FIRST_FETCH = 250
 
 
 class _RecallFields(NamedTuple):
@@ -77,11 +81,11 @@ class BudgetedScan:
     """The rows of ``queryset`` (in recall order) as ``row`` tuples, for a budgeted recall:
     read over a server-side cursor so that the rows read never exceed the rows taken
     (:meth:`take`, called by :func:`build_recall` for each memory it shows) plus one
-    chunk. Each fetch asks for SCAN_CHUNK rows less those read and passed over so far;
-    once a chunk's worth have been passed over (memories too large for what was left of
-    the budget), the scan ends. ``first`` (memories ranked by a query, read already)
-    come before the cursor's rows and count as read. Read it inside a transaction
-    (synapse.db.reading)."""
+    chunk. Each fetch asks for SCAN_CHUNK rows less those read and passed over so far
+    (the first for at most FIRST_FETCH); once a chunk's worth have been passed over
+    (memories too large for what was left of the budget), the scan ends. ``first``
+    (memories ranked by a query, read already) come before the cursor's rows and count as
+    read. Read it inside a transaction (synapse.db.reading)."""
 
     def __init__(self, queryset, *, row=RecallItem, first: Iterable = ()):
         self.rows = queryset.values_list(*row._fields)
@@ -108,8 +112,10 @@ class BudgetedScan:
 
     def _fetches(self, cursor) -> Iterator[list]:
         # Called for the next fetch only once every row fetched before has been looked at.
-        while (wanted := SCAN_CHUNK - (self.read - self.taken)) > 0:
+        most = FIRST_FETCH
+        while (wanted := min(most, SCAN_CHUNK - (self.read - self.taken))) > 0:
             rows = cursor.fetchmany(wanted)
+            most = SCAN_CHUNK
             self.read += len(rows)
             if rows:
                 yield rows
