@@ -34,10 +34,10 @@ WHOLE_LIMIT = 2000
 STREAM_CHUNK = 500
 # A budgeted recall reads no more rows than it shows plus SCAN_CHUNK (BudgetedScan).
 SCAN_CHUNK = 500
-# Its first fetch asks for no more than FIRST_FETCH rows: a scan ends after
-# MAX_CONSECUTIVE_MISSES memories that do not fit, and a budget of a few thousand tokens
-# shows a few dozen, so most scans need one fetch of this size and no row more.
-FIRST_FETCH = 250
+# Its first fetch asks for the rows a scan most likely looks at (first_fetch): what the
+# budget shows, counting this many tokens a memory, and the MAX_CONSECUTIVE_MISSES after
+# them that end the scan.
+TOKENS_PER_MEMORY_GUESS = 40
 
 
 class _RecallFields(NamedTuple):
@@ -82,13 +82,14 @@ class BudgetedScan:
     read over a server-side cursor so that the rows read never exceed the rows taken
     (:meth:`take`, called by :func:`build_recall` for each memory it shows) plus one
     chunk. Each fetch asks for SCAN_CHUNK rows less those read and passed over so far
-    (the first for at most FIRST_FETCH); once a chunk's worth have been passed over
+    (the first for at most :func:`first_fetch`); once a chunk's worth have been passed over
     (memories too large for what was left of the budget), the scan ends. ``first``
     (memories ranked by a query, read already) come before the cursor's rows and count as
     read. Read it inside a transaction (synapse.db.reading)."""
 
-    def __init__(self, queryset, *, row=RecallItem, first: Iterable = ()):
+    def __init__(self, queryset, *, budget: int, row=RecallItem, first: Iterable = ()):
         self.rows = queryset.values_list(*row._fields)
+        self.budget = budget
         self.row = row
         self.first = list(first)
         self.read = 0
@@ -112,7 +113,7 @@ class BudgetedScan:
 
     def _fetches(self, cursor) -> Iterator[list]:
         # Called for the next fetch only once every row fetched before has been looked at.
-        most = FIRST_FETCH
+        most = first_fetch(self.budget)
         while (wanted := min(most, SCAN_CHUNK - (self.read - self.taken))) > 0:
             rows = cursor.fetchmany(wanted)
             most = SCAN_CHUNK
@@ -121,6 +122,13 @@ class BudgetedScan:
                 yield rows
             if len(rows) < wanted:
                 return
+
+
+def first_fetch(budget: int) -> int:
+    """How many rows a budgeted scan asks for first: about as many as it will look at, in
+    one fetch, for budgets up to a few thousand tokens (a whole chunk asked for every time
+    read rows no one looked at, over a path spread far through the recall order)."""
+    return min(SCAN_CHUNK, MAX_CONSECUTIVE_MISSES + budget // TOKENS_PER_MEMORY_GUESS)
 
 
 def read_whole(queryset, *, row=RecallItem, limit: int = WHOLE_LIMIT) -> list:

@@ -564,7 +564,7 @@ def test_a_budgeted_recall_reads_no_more_rows_than_it_shows_plus_one_chunk(
 
 def test_a_budgeted_scan_first_asks_for_few_rows_and_answers_the_same(
         agent, remember, monkeypatch):
-    """The first fetch asks for FIRST_FETCH rows at most; the rows after it come in later
+    """The first fetch asks for first_fetch(budget) rows; the rows after it come in later
     fetches, and the answer is the one a first fetch of a whole chunk gives."""
     import psycopg
 
@@ -582,7 +582,7 @@ def test_a_budgeted_scan_first_asks_for_few_rows_and_answers_the_same(
     monkeypatch.setattr(psycopg.ServerCursor, "fetchmany", counted)
     answers = {}
     for first in (recall.SCAN_CHUNK, 7):
-        monkeypatch.setattr(recall, "FIRST_FETCH", first)
+        monkeypatch.setattr(recall, "first_fetch", lambda budget, first=first: first)
         fetched.clear()
         response = agent.get("/memory/recall?budget=600")
         answers[first] = (response.status_code, response.content, response["X-Recall-Count"],
@@ -592,6 +592,15 @@ def test_a_budgeted_scan_first_asks_for_few_rows_and_answers_the_same(
     assert len(fetched) == 2 and fetched[1] > 7
     assert answers[7] == answers[recall.SCAN_CHUNK]
     assert answers[7][0] == 200 and 0 < int(answers[7][2]) < 60
+
+
+@pytest.mark.parametrize("budget, rows", [(1, 200), (2000, 250), (8000, 400), (10**6, 500)])
+def test_a_budgeted_scan_first_asks_for_about_the_rows_it_will_look_at(budget, rows):
+    """The memories a budget shows (40 tokens each) and the 200 misses that end a scan,
+    within one chunk."""
+    from memories.recall import first_fetch
+
+    assert first_fetch(budget) == rows
 
 
 # -- Counting a whole mind reads one index alone ------------------------------------------------

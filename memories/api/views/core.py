@@ -194,7 +194,7 @@ class CoreActions:
                         ranked_then_rest(ranked, rest.using(DEFAULT_DB_ALIAS)),
                         as_json=as_json, path=path)
             else:
-                ordered = BudgetedScan(rest, row=row, first=ranked)
+                ordered = BudgetedScan(rest, budget=budget, row=row, first=ranked)
         elif budget is None:
             rows = memories.recall_order()
             ordered = read_whole(rows, row=row)
@@ -212,7 +212,7 @@ class CoreActions:
         else:
             # A budgeted scan reads in recall order until nothing more fits, and no more
             # rows than it shows plus one chunk (recall.BudgetedScan).
-            ordered = BudgetedScan(memories.recall_order(), row=row)
+            ordered = BudgetedScan(memories.recall_order(), budget=budget, row=row)
         # A budgeted scan may stop early: the counts say how many it left out, ranked by
         # ``q`` or not.
         totals = count_recall(memories) if budget is not None else None
