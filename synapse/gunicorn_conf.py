@@ -70,6 +70,21 @@ def when_ready(server):
     gc.freeze()
 
 
+def post_worker_init(worker):
+    """The worker's own load frozen too, before its first request: the application it
+    imported after the fork (synapse.asgi with the MCP server, or synapse.wsgi) and the
+    URLconf with every view it imports, which Django would otherwise load on the first
+    request. Unfrozen, each full collection in a worker walks them all (about 80,000
+    objects): a pause of about 40 ms that a 1,000-memory recall now and then waited on
+    (its p99: bench/results/core.md, "Ninth run"). Garbage is collected first, so none is
+    kept for good."""
+    from django.urls import get_resolver
+
+    get_resolver().url_patterns  # noqa: B018  (imports the URLconf and every view)
+    gc.collect()
+    gc.freeze()
+
+
 def child_exit(server, worker):
     """A worker that exited stops counting in prometheus-client's multiprocess live gauges
     (docs/scaling.md, "Metrics"); its counters stay in the sums."""
