@@ -2,22 +2,20 @@
  * 503 with Retry-After, and the headers it sends. */
 
 import assert from "node:assert/strict";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { describe, test } from "node:test";
 
 import {
   AuthenticationError, ConflictError, NotFoundError, PermissionDeniedError, QuotaExceededError,
   RateLimitedError, ServerError, SynapseClient, SynapseError, ValidationError, type SynapseClientOptions,
 } from "../src/index.js";
+import { tempFolder } from "./folders.js";
 import { errorBody, withServer } from "./server.js";
 
 const STORED = { id: "mem_abc123", status: "stored", version: 1, citation: "mem_abc123@v1" };
 
 function client(url: string, waits: number[] = [], options: SynapseClientOptions = {}) {
   return new SynapseClient({
-    url, key: "mk_test", env: { SYNAPSE_CONFIG_DIR: mkdtempSync(join(tmpdir(), "synapse-ts-")) },
+    url, key: "mk_test", env: { SYNAPSE_CONFIG_DIR: tempFolder() },
     sleep: async (milliseconds) => { waits.push(milliseconds); }, ...options,
   });
 }

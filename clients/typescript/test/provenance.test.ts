@@ -1,14 +1,14 @@
 /** The instance id and the other provenance headers, by synapse_client/provenance.py's rules. */
 
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync, mkdirSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, readdirSync, statSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 
 import { ConfigurationError, configDir, instanceId, provenanceFromEnv, SynapseClient } from "../src/index.js";
+import { tempFolder } from "./folders.js";
 
-const folder = () => mkdtempSync(join(tmpdir(), "synapse-ts-"));
+const folder = tempFolder;
 
 test("the instance id is made once, kept 0600 in a 0700 folder, and never regenerated", () => {
   const config = join(folder(), "nested", "synapse");
