@@ -125,9 +125,10 @@ class BudgetedScan:
 
 
 def first_fetch(budget: int) -> int:
-    """How many rows a budgeted scan asks for first: about as many as it will look at, in
-    one fetch, for budgets up to a few thousand tokens (a whole chunk asked for every time
-    read rows no one looked at, over a path spread far through the recall order)."""
+    """How many rows a budgeted scan asks for first: about as many as it will look at, so
+    a budget of up to a few thousand tokens is read in one fetch and few rows more. (A
+    whole chunk, asked for every time before, read up to twice the rows looked at, each
+    of them dear when a path filter leaves its rows far apart in the recall order.)"""
     return min(SCAN_CHUNK, MAX_CONSECUTIVE_MISSES + budget // TOKENS_PER_MEMORY_GUESS)
 
 

@@ -713,5 +713,5 @@ def test_a_budget_passes_over_memories_too_large_to_fit_without_laying_them_out(
                                               "X-Recall-Count")} == {
         name: every[name] for name in ("X-Recall-Tokens", "X-Recall-Omitted", "X-Recall-Count")}
     assert int(skipping["X-Recall-Count"]) >= 5  # the tiny ones, and a large one or so
-    # Laid out: what is shown and what came close; never the 40 every one costs.
+    # Laying out every memory looks at all 40; passing over those too large, under 20.
     assert len(laid_out) == 40 and skipped < 20
