@@ -520,13 +520,28 @@ def test_the_summary_line_names_as_many_keys_as_fit(room, expected):
 
 # -- A budgeted recall reads no more rows than it shows plus one chunk ------------------------
 
+@pytest.fixture
+def fetches(monkeypatch):
+    """Each fetch of a server-side cursor, as (rows asked for, rows the server sent)."""
+    import psycopg
+
+    seen = []
+    fetch = psycopg.ServerCursor.fetchmany
+
+    def counted(cursor, size=0):
+        rows = fetch(cursor, size)
+        seen.append((size, len(rows)))
+        return rows
+
+    monkeypatch.setattr(psycopg.ServerCursor, "fetchmany", counted)
+    return seen
+
+
 def test_a_budgeted_recall_reads_no_more_rows_than_it_shows_plus_one_chunk(
-        agent, remember, monkeypatch):
+        agent, remember, monkeypatch, fetches):
     """Memories too large for the budget, with a small one after every nine: the budget
     could hold all fifteen small ones, but the scan stops once a chunk's worth of rows have
     been passed over. The rows counted are those the server sent (psycopg's fetches)."""
-    import psycopg
-
     from memories import recall
 
     monkeypatch.setattr(recall, "SCAN_CHUNK", 40)
@@ -535,20 +550,12 @@ def test_a_budgeted_recall_reads_no_more_rows_than_it_shows_plus_one_chunk(
         remember(key=f"m_{number:03d}", content="tiny" if small else "too large " * 200)
     # Recall order: the most recently updated first.
     order = [f"m_{number:03d}" for number in range(149, -1, -1)]
-    fetched = []
-    fetch = psycopg.ServerCursor.fetchmany
-
-    def counted(cursor, size=0):
-        rows = fetch(cursor, size)
-        fetched.append(len(rows))
-        return rows
-
-    monkeypatch.setattr(psycopg.ServerCursor, "fetchmany", counted)
     for form in ("", "&format=json"):
-        fetched.clear()
+        fetches.clear()
         response = agent.get(f"/memory/recall?budget=400{form}")
         assert response.status_code == 200
         shown = int(response["X-Recall-Count"])
+        fetched = [sent for _asked, sent in fetches]
         read = sum(fetched)
         assert read <= shown + 40, (fetched, shown)
         # The small memories among the rows read are all shown, in recall order; the
@@ -563,33 +570,24 @@ def test_a_budgeted_recall_reads_no_more_rows_than_it_shows_plus_one_chunk(
 
 
 def test_a_budgeted_scan_first_asks_for_few_rows_and_answers_the_same(
-        agent, remember, monkeypatch):
+        agent, remember, monkeypatch, fetches):
     """The first fetch asks for first_fetch(budget) rows; the rows after it come in later
     fetches, and the answer is the one a first fetch of a whole chunk gives."""
-    import psycopg
-
     from memories import recall
 
     for number in range(60):
         remember(key=f"m_{number:02d}", content="tiny" if number % 3 else "large " * 60)
-    fetched = []
-    fetch = psycopg.ServerCursor.fetchmany
-
-    def counted(cursor, size=0):
-        fetched.append(size)
-        return fetch(cursor, size)
-
-    monkeypatch.setattr(psycopg.ServerCursor, "fetchmany", counted)
     answers = {}
     for first in (recall.SCAN_CHUNK, 7):
         monkeypatch.setattr(recall, "first_fetch", lambda budget, first=first: first)
-        fetched.clear()
+        fetches.clear()
         response = agent.get("/memory/recall?budget=600")
         answers[first] = (response.status_code, response.content, response["X-Recall-Count"],
                           response["X-Recall-Omitted"])
-        assert fetched[0] == min(first, recall.SCAN_CHUNK)
+        asked = [size for size, _sent in fetches]
+        assert asked[0] == min(first, recall.SCAN_CHUNK)
     # Seven rows, then (once they have been looked at) the rest of the chunk's bound.
-    assert len(fetched) == 2 and fetched[1] > 7
+    assert len(asked) == 2 and asked[1] > 7
     assert answers[7] == answers[recall.SCAN_CHUNK]
     assert answers[7][0] == 200 and 0 < int(answers[7][2]) < 60
 
