@@ -176,12 +176,13 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
     index = {term: position for position, term in enumerate(unique_terms)}
     where, where_params = _where(memories)
 
-    term_columns, params, term_sqls = [], [], []
+    term_columns, params, term_sqls, term_params = [], [], [], []
     for position, term in enumerate(unique_terms):
-        sql, term_params = term.tsquery_sql()
+        sql, own_params = term.tsquery_sql()
         term_columns.append(f"{sql} AS t{position}")
         term_sqls.append(sql)
-        params += term_params
+        term_params.append(own_params)
+        params += own_params
     positions = range(len(unique_terms))
     # Spelled out (not read from q) so the planner sees the query and reads the rows
     # holding any word through the GIN index that holds the mind and the words together.
@@ -205,7 +206,7 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
     if excluded:
         excluded_sql, exclusion_params = _or_sql(excluded)
         exclusion = f"AND NOT (memories_memory.search_vector @@ {excluded_sql})"
-    document_counts = ", ".join(f"count(*) FILTER (WHERE c.m{position}) AS d{position}"
+    document_counts = ", ".join(f"count(*) FILTER (WHERE u.m{position}) AS d{position}"
                                 for position in positions)
     # BM25-style: idf from how many memories of this (filtered) set hold the word; the
     # per-word ts_rank (weights, frequency) saturates like BM25's tf part.
@@ -215,31 +216,25 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
         for p in positions)
     ranks = ", ".join(f"ts_rank('{RANK_WEIGHTS}', c.document, q.t{position}, "
                       f"{RANK_NORMALIZATION}) AS r{position}" for position in positions)
-    # Explicit syntax is strict; a plain list of words falls back to partial matches:
-    # ranked after the full ones (partial), or only when nothing matches every clause.
-    if partial and not parsed.explicit:
-        partial_when, partial_params = "n.full_count < %s", [limit]
-    elif parsed.explicit or len(clauses) == 1:
-        partial_when, partial_params = "FALSE", []
-    else:
-        partial_when, partial_params = "n.full_count = 0", []
-    # Only the memories holding any word are read (the mind's GIN index), and
-    # twice: the first pass only tests which words each holds (counts for the idf, which
-    # rows match every clause); ts_rank, the costly part, then runs only for the rows that
-    # can make the page: the full matches, and the partial ones only when they may be shown
-    # (the second branch's one-time filter skips them otherwise). The idf's N, the size of
-    # the filtered set, is counted apart, without reading any document. Only fragments
-    # built here are formatted in; the user's text travels as parameters.
-    branch = f"""
+    total = f"(SELECT count(*) FROM memories_memory WHERE {where})::float AS n"  # noqa: S608
+
+    def branch(source: str, counts: str, condition: str) -> str:
+        """The page of ``source``'s rows meeting ``condition``, scored with ``counts``."""
+        return f"""
             SELECT c.id, ({score}) AS score, c.all_match
-            FROM c CROSS JOIN n CROSS JOIN q
+            FROM {source} c CROSS JOIN {counts} n CROSS JOIN q
             CROSS JOIN LATERAL (SELECT {ranks}) r
-            WHERE CONDITION
+            WHERE {condition}
             ORDER BY score DESC, c.id
             LIMIT %s"""  # noqa: S608
-    sql = f"""
-        WITH q AS (SELECT {', '.join(term_columns)}),
-        c AS MATERIALIZED (
+
+    # The memories holding any word (u), read through the mind's GIN index; the first pass
+    # only tests which words each holds (counts for the idf, which rows match every
+    # clause). The idf's N, the size of the filtered set, is counted apart, without reading
+    # any document. Only fragments built here are formatted in; the user's text travels
+    # as parameters.
+    union = f"""
+        u AS MATERIALIZED (
             SELECT m.*, coalesce({all_sql}, FALSE) AS all_match FROM (
                 SELECT h.id, {document} AS document, {flags}
                 FROM (
@@ -251,26 +246,91 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
                 ) h CROSS JOIN q {joined}
             ) m
         ),
-        n AS MATERIALIZED (
-            SELECT count(*) FILTER (WHERE c.all_match) AS full_count, {document_counts},
-                   (SELECT count(*) FROM memories_memory WHERE {where})::float AS n
-            FROM c
-        )
-        SELECT ranked.id, ranked.score, ranked.all_match, n.full_count > 0 FROM (
-            ({branch.replace("CONDITION", "c.all_match")})
-            UNION ALL
-            ({branch.replace("CONDITION", f"NOT c.all_match AND {partial_when}")})
-        ) ranked CROSS JOIN n
-        ORDER BY ranked.all_match DESC, ranked.score DESC, ranked.id
-        LIMIT %s
-    """  # noqa: S608
-    all_params = (params + where_params + params_found + exclusion_params + where_params
-                  + [limit] + partial_params + [limit, limit])
+        un AS MATERIALIZED (
+            SELECT count(*) FILTER (WHERE u.all_match) AS full_count,
+                   {document_counts}, {total}
+            FROM u
+        )"""  # noqa: S608
+    union_params = where_params + params_found + exclusion_params + where_params
+    if partial or context:
+        # Hybrid search's keyword side: partial matches ranked after the full ones when
+        # fewer than ``limit`` hold every clause (explicit syntax: never). ts_rank, the
+        # costly part, runs only for the rows that can make the page: the full matches, and
+        # the partial ones only when they may be shown (the second branch's one-time filter
+        # skips them otherwise).
+        if parsed.explicit or (not partial and len(clauses) == 1):
+            partial_when, partial_params = "FALSE", []
+        elif partial:
+            partial_when, partial_params = "n.full_count < %s", [limit]
+        else:
+            partial_when, partial_params = "n.full_count = 0", []
+        sql = f"""
+            WITH q AS (SELECT {', '.join(term_columns)}), {union}
+            SELECT ranked.id, ranked.score, ranked.all_match FROM (
+                ({branch("u", "un", "c.all_match")})
+                UNION ALL
+                ({branch("u", "un", f"NOT c.all_match AND {partial_when}")})
+            ) ranked
+            ORDER BY ranked.all_match DESC, ranked.score DESC, ranked.id
+            LIMIT %s
+        """  # noqa: S608
+        all_params = (params + union_params + [limit] + partial_params + [limit, limit])
+    else:
+        # Plain keyword search shows partial matches only when no memory matches every
+        # clause: those that do (f) are read alone, through the index's intersection of
+        # the clauses, and each word's count is taken apart (e), straight from the index
+        # and the rows' visibility and filters, without reading a document; e holds a row
+        # only when f does, so an empty f costs the intersection alone. One clause: the
+        # rows read are the ones holding its words. The memories holding some words (u)
+        # are read only when f is empty and the question may fall back (the second
+        # branch's one-time filter).
+        every, every_params = [], []
+        for clause in clauses:
+            every.append("(" + " || ".join(term_sqls[index[term]] for term in clause) + ")")
+            every_params += [value for term in clause for value in term_params[index[term]]]
+        counts, count_params = [], []
+        for position in positions:
+            if len(clauses) == 1:
+                counts.append(f"(SELECT count(*) FILTER (WHERE f.m{position}) FROM f) "  # noqa: S608
+                              f"AS d{position}")
+                continue
+            counts.append(f"(SELECT count(*) FROM memories_memory WHERE ({where}) AND "  # noqa: S608
+                          f"memories_memory.search_vector @@ {term_sqls[position]} "
+                          f"{exclusion}) AS d{position}")
+            count_params += where_params + term_params[position] + exclusion_params
+        fallback = not parsed.explicit and len(clauses) > 1
+        sql = f"""
+            WITH q AS (SELECT {', '.join(term_columns)}),
+            f AS MATERIALIZED (
+                SELECT h.id, h.sv AS document, {flags}, TRUE AS all_match
+                FROM (
+                    SELECT memories_memory.id, memories_memory.search_vector AS sv
+                    FROM memories_memory
+                    WHERE ({where})
+                          AND memories_memory.search_vector @@ ({' && '.join(every)})
+                          {exclusion}
+                    OFFSET 0
+                ) h CROSS JOIN q
+            ),
+            e AS MATERIALIZED (
+                SELECT {', '.join(counts)}, {total} FROM (SELECT FROM f LIMIT 1) any_match
+            ){f", {union}" if fallback else ""}
+            SELECT ranked.id, ranked.score, ranked.all_match FROM (
+                ({branch("f", "e", "TRUE")})
+                {f'UNION ALL ({branch("u", "un", "NOT EXISTS (SELECT FROM f)")})'
+                 if fallback else ""}
+            ) ranked
+            ORDER BY ranked.all_match DESC, ranked.score DESC, ranked.id
+            LIMIT %s
+        """  # noqa: S608
+        all_params = (params + where_params + every_params + exclusion_params + count_params
+                      + where_params + (union_params if fallback else []) + [limit]
+                      + ([limit] if fallback else []) + [limit])
     with connections[memories.db].cursor() as cursor:
         cursor.execute(sql, all_params)
         rows = cursor.fetchall()
     result.hits = [(row[0], float(row[1])) for row in rows]
-    result.matched = "all" if not rows or rows[0][3] else "some"
+    result.matched = "all" if not rows or rows[0][2] else "some"
     return result
 
 

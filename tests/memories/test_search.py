@@ -233,6 +233,82 @@ def test_the_mind_and_the_words_are_read_from_one_index(alice_mind, bob_mind, co
     assert "mind_id" in word_scans[0][1]
 
 
+GREEK = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "iota", "kappa",
+         "lambda", "sigma", "omega"]
+
+
+@pytest.mark.parametrize("query", ["alpha beta", "alpha beta gamma", "alpha OR beta gamma",
+                                   "alpha beta -gamma", "alph* beta",
+                                   '"alpha beta" OR gamma delta', "kappa", "kappa OR sigma"])
+@pytest.mark.parametrize("place", ["", "projects/p1"])
+def test_the_memories_matching_every_clause_rank_as_in_the_union_of_their_words(
+        alice_mind, query, place):
+    # Plain keyword search reads the memories matching every clause alone (through the
+    # index's intersection) and counts each word's memories apart; hybrid search's keyword
+    # side reads the memories holding any word and counts there. Given a page that full
+    # matches fill, both must give the same memories with the same scores: same idf, same
+    # ranks. Some memories are trashed, some under another path, so the counts' filters
+    # are the search's.
+    import random
+
+    from django.utils import timezone
+
+    from memories.query import parse_query
+
+    rng = random.Random(7)
+    rows = []
+    for number in range(400):
+        words = rng.sample(GREEK, 6)
+        rows.append(Memory(mind=alice_mind, category="note", key=f"k{number}",
+                           content=" ".join(words + rng.sample(GREEK, 2)),
+                           tags=rng.sample(GREEK, rng.randint(0, 2)), source="agent",
+                           confidence=0.7, path=rng.choice(["", "projects/p1", "other"])))
+    Memory.objects.bulk_create(rows)
+    Memory.objects.filter(mind=alice_mind, key__endswith="7").update(deleted_at=timezone.now())
+    memories = Memory.objects.for_mind(alice_mind).current().unexpired()
+    if place:
+        memories = memories.under(place)
+    parsed = parse_query(query)
+    with statements_sent() as sent:
+        alone = keyword_search(memories, parsed, limit=10)
+    with_the_rest = keyword_search(memories, parsed, limit=10, partial=True)
+    assert "any_match" in sent[-1][0]  # the intersection's statement answered
+    assert len(alone.hits) == 10
+    assert alone.hits == with_the_rest.hits
+    assert alone.matched == with_the_rest.matched == "all"
+
+
+def test_the_memories_holding_some_words_are_read_only_when_none_holds_every_word(
+        alice_mind, corpus):
+    memories = Memory.objects.for_mind(alice_mind).current()
+
+    def union_scans(text):
+        """The scans of the words' union, and how often each ran."""
+        with statements_sent() as sent:
+            found = keyword_search(memories, words_query(text), limit=5)
+        sql, params = sent[-1]
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+            plan = cursor.fetchone()[0][0]["Plan"]
+
+        def nodes(node):
+            yield node
+            for child in node.get("Plans", ()):
+                yield from nodes(child)
+
+        conditions = ("Index Cond", "Recheck Cond", "Filter")
+        return found, [node["Actual Loops"] for node in nodes(plan)
+                       if any("search_vector @@" in node.get(name, "")
+                              and " | " in node[name] for name in conditions)]
+
+    found, loops = union_scans("docker swarm")
+    assert found.matched == "all" and len(found.hits) == 2
+    assert loops and set(loops) == {0}  # planned for the fallback, never run
+    found, loops = union_scans("docker neovim")
+    assert found.matched == "some" and found.hits
+    assert loops and set(loops) == {1}
+
+
 # -- Property test against a live server ---------------------------------------------------
 
 PIECES = st.sampled_from(['"', "-", "*", "OR", " OR ", "or", " ", "  ", "docker", "swarm",
