@@ -191,11 +191,13 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
     document, joined = "h.sv", ""
     if context:
         # Two documents; the rank reads both as one, concatenated once per matching row,
-        # not once per term (OFFSET 0 keeps the planner from inlining it).
+        # not once per term (OFFSET 0 keeps the planner from inlining it). A memory
+        # without a context (all but episodes) reads its own document as it is: building
+        # a copy joined to nothing cost about 1 µs a row.
         found = f"({found} OR memories_memory.context_vector @@ ({any_sql}))"
         params_found = params * 2
-        joined = ("CROSS JOIN LATERAL (SELECT h.sv || coalesce(h.cv, ''::tsvector) "
-                  "AS document OFFSET 0) d")
+        joined = ("CROSS JOIN LATERAL (SELECT CASE WHEN h.cv IS NULL THEN h.sv "
+                  "ELSE h.sv || h.cv END AS document OFFSET 0) d")
         document = "d.document"
     else:
         params_found = list(params)

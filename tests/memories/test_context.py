@@ -164,3 +164,26 @@ def test_explain_names_each_part_of_a_hybrid_score(agent, talk):
     assert "explain" not in search(agent, "delta", "hybrid")["results"][0]
     keyword = search(agent, "delta", "keyword", explain="true")["results"][0]
     assert set(keyword["explain"]) == {"keyword"}
+
+
+def test_a_memory_without_a_context_ranks_by_its_own_document_alone(alice_mind, remember):
+    # Hybrid search's keyword side reads a memory's document joined to its context; a
+    # memory without one (every one here: no episodes) must rank exactly as by its own
+    # document: same rows, same counts, same scores as with contexts left out.
+    from memories.query import words_query
+    from memories.search import keyword_search
+
+    for number, (key, content, tags) in enumerate([
+            ("garden_plan", "Plant tomatoes and basil in the garden in May", ["garden"]),
+            ("garden_tools", "The garden shed holds a spade and a rake", []),
+            ("basil_recipe", "Pesto: basil, pine nuts, garlic, parmesan", ["recipe"]),
+            ("tomato_note", "Tomatoes need sun; the garden's south bed gets most", []),
+            ("unrelated", "The car's tyres are changed in October", [])]):
+        remember(key=key, content=content, tags=tags, priority=["high", "normal"][number % 2])
+    memories = Memory.objects.for_mind(alice_mind).current()
+    assert not memories.filter(context_vector__isnull=False).exists()
+    for text in ("garden", "garden basil", "tomatoes garden sun", "basil"):
+        with_contexts = keyword_search(memories, words_query(text), limit=10, partial=True,
+                                       context=True)
+        alone = keyword_search(memories, words_query(text), limit=10, partial=True)
+        assert with_contexts.hits and with_contexts.hits == alone.hits
