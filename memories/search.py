@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Case, FloatField, Q, QuerySet, When
-from pgvector.django import CosineDistance
+from django.db.models import QuerySet
 
 from memories import ranking
 from memories.embeddings import embed_query, model_name, query_encoder_name
@@ -464,12 +463,7 @@ def hybrid_candidates(memories, text: str, *, parsed: ParsedQuery | None = None,
     ids = {memory_id for memory_id, _score in semantic} | {
         memory_id for memory_id, _score in result.hits}
     if ids:
-        current = Q(embedding__isnull=False, embedding_model=model_name())
-        rows = (memories.filter(id__in=ids)
-                .annotate(distance=Case(When(current, then=CosineDistance("embedding", vector)),
-                                        default=None, output_field=FloatField()))
-                .values_list("id", "distance", "context_ids", "category", "content",
-                             "occurred_at"))
+        rows = _union_rows(memories, ids, vector)
         for memory_id, distance, window, category, content, moment in rows:
             if distance is not None:
                 candidates.cosine[memory_id] = 1.0 - float(distance)
@@ -480,6 +474,29 @@ def hybrid_candidates(memories, text: str, *, parsed: ParsedQuery | None = None,
             if moment is not None:
                 candidates.moments[memory_id] = moment
     return candidates, result
+
+
+def _union_rows(memories, ids: set[str], vector) -> list[tuple]:
+    """Each candidate's cosine distance to ``vector`` (None without a current embedding),
+    context window, category, content and moment: the candidates of ``memories`` named by
+    ``ids``, read by their primary key (a hand-written statement: given the mind's
+    filters, the planner walked the mind's whole recall index to test each id there)."""
+    where, where_params = _where(memories)
+    sql = f"""
+        SELECT memories_memory.id,
+               CASE WHEN memories_memory.embedding IS NOT NULL
+                         AND memories_memory.embedding_model = %s
+                    THEN memories_memory.embedding <=> %s::vector END,
+               memories_memory.context_ids, memories_memory.category,
+               memories_memory.content, memories_memory.occurred_at
+        FROM unnest(%s::text[]) AS wanted(id)
+        JOIN memories_memory ON memories_memory.id = wanted.id
+        WHERE {where}
+    """  # noqa: S608
+    with connections[memories.db].cursor() as cursor:
+        cursor.execute(sql, [model_name(), _vector_literal(vector), sorted(ids),
+                             *where_params])
+        return cursor.fetchall()
 
 
 def _semantic_side(memories, text: str, depth: int) -> tuple[list[tuple[str, float]], list]:

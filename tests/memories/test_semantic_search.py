@@ -363,6 +363,44 @@ def test_hybrid_search_reads_the_union_s_similarities_in_one_query(alice_mind, c
     assert len(hits) == 5
 
 
+def test_the_union_s_rows_are_read_by_id_from_the_searched_memories_only(
+        alice_mind, bob_mind, corpus):
+    # The candidates' similarities, windows and texts: read by primary key (given the
+    # mind's filters the planner walked the mind's whole recall index to test each id),
+    # only from the memories searched, with the ORM's cosine distance.
+    from pgvector.django import CosineDistance
+
+    Memory.objects.bulk_create(
+        [Memory(mind=alice_mind, category="note", key=f"a{n}", content=f"Garden bed {n}",
+                source="agent", confidence=0.7) for n in range(3000)])
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memory")
+    theirs = memory_store(mind=bob_mind, actor=bob_mind.owners().get(), category="note",
+                          key="bruno", content="Bruno is our dog too").memory
+    memories = Memory.objects.for_mind(alice_mind).current().unexpired()
+    vector = search.query_vector("a dog by the lake")
+    wanted = {corpus["pet"].id, corpus["api_token"].id, theirs.id, "mem_missing"}
+    with statements_sent() as sent:
+        rows = {row[0]: row for row in search._union_rows(memories, wanted, vector)}
+    assert set(rows) == {corpus["pet"].id, corpus["api_token"].id}
+    expected = Memory.objects.annotate(d=CosineDistance("embedding", vector)).get(
+        pk=corpus["pet"].id).d
+    assert rows[corpus["pet"].id][1] == pytest.approx(expected, abs=1e-12)
+    assert rows[corpus["api_token"].id][1] is None  # credentials: never embedded
+    sql, params = sent[-1]
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
+        plan = cursor.fetchone()[0][0]["Plan"]
+
+    def nodes(node):
+        yield node
+        for child in node.get("Plans", ()):
+            yield from nodes(child)
+
+    reads = [node for node in nodes(plan) if node.get("Relation Name") == "memories_memory"]
+    assert len(reads) == 1 and "wanted.id" in reads[0].get("Index Cond", ""), reads
+
+
 @pytest.mark.django_db(transaction=True)
 def test_hybrid_search_runs_its_semantic_side_beside_the_keyword_side(alice_mind, corpus):
     """Outside a transaction the semantic side (the question's embedding and its query)
