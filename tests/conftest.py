@@ -92,6 +92,21 @@ def statements_sent():
         yield sent
 
 
+def plan_nodes(sql: str, params, *, analyze: bool = False) -> list[dict]:
+    """Every node of the plan PostgreSQL makes for a statement (run, with ``analyze``),
+    flattened: for tests that ask which index a statement reads, or whether a part ran."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN ({'ANALYZE, ' if analyze else ''}FORMAT JSON) {sql}", params)
+        plan = cursor.fetchone()[0][0]["Plan"]
+
+    def walk(node):
+        yield node
+        for child in node.get("Plans", ()):
+            yield from walk(child)
+
+    return list(walk(plan))
+
+
 def jwt_client(user) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {RefreshToken.for_user(user).access_token}")

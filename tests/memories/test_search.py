@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from memories.models import Memory
 from memories.query import QuerySyntaxError, words_query
 from memories.search import keyword_search
-from tests.conftest import planner_without, statements_sent
+from tests.conftest import plan_nodes, planner_without, statements_sent
 
 # -- The corpus ----------------------------------------------------------------------------
 
@@ -218,16 +218,10 @@ def test_the_mind_and_the_words_are_read_from_one_index(alice_mind, bob_mind, co
                        "c.relam = pg_am.oid WHERE c.oid = indexrelid) = 'btree'")
         for (name,) in cursor.fetchall():
             cursor.execute(f"DROP INDEX {name}")
-        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
-        plan = cursor.fetchone()[0][0]["Plan"]
+        nodes = plan_nodes(sql, params)
         transaction.set_rollback(True)
 
-    def nodes(node):
-        yield node
-        for child in node.get("Plans", ()):
-            yield from nodes(child)
-
-    word_scans = [(node["Index Name"], node["Index Cond"]) for node in nodes(plan)
+    word_scans = [(node["Index Name"], node["Index Cond"]) for node in nodes
                   if "search_vector @@" in node.get("Index Cond", "")]
     assert [name for name, _ in word_scans] == ["memory_mind_search_vector"]
     assert "mind_id" in word_scans[0][1]
@@ -286,18 +280,8 @@ def test_the_memories_holding_some_words_are_read_only_when_none_holds_every_wor
         """The scans of the words' union, and how often each ran."""
         with statements_sent() as sent:
             found = keyword_search(memories, words_query(text), limit=5)
-        sql, params = sent[-1]
-        with connection.cursor() as cursor:
-            cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
-            plan = cursor.fetchone()[0][0]["Plan"]
-
-        def nodes(node):
-            yield node
-            for child in node.get("Plans", ()):
-                yield from nodes(child)
-
         conditions = ("Index Cond", "Recheck Cond", "Filter")
-        return found, [node["Actual Loops"] for node in nodes(plan)
+        return found, [node["Actual Loops"] for node in plan_nodes(*sent[-1], analyze=True)
                        if any("search_vector @@" in node.get(name, "")
                               and " | " in node[name] for name in conditions)]
 

@@ -15,7 +15,7 @@ from memories.quotas import recount
 from memories.search import hybrid_search, semantic_search
 from memories.services import memory_store
 from minds.services import mind_create
-from tests.conftest import statements_sent
+from tests.conftest import plan_nodes, statements_sent
 
 
 @pytest.fixture(scope="module")
@@ -387,17 +387,8 @@ def test_the_union_s_rows_are_read_by_id_from_the_searched_memories_only(
         pk=corpus["pet"].id).d
     assert rows[corpus["pet"].id][1] == pytest.approx(expected, abs=1e-12)
     assert rows[corpus["api_token"].id][1] is None  # credentials: never embedded
-    sql, params = sent[-1]
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
-        plan = cursor.fetchone()[0][0]["Plan"]
-
-    def nodes(node):
-        yield node
-        for child in node.get("Plans", ()):
-            yield from nodes(child)
-
-    reads = [node for node in nodes(plan) if node.get("Relation Name") == "memories_memory"]
+    reads = [node for node in plan_nodes(*sent[-1])
+             if node.get("Relation Name") == "memories_memory"]
     assert len(reads) == 1 and "wanted.id" in reads[0].get("Index Cond", ""), reads
 
 
