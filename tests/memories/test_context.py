@@ -9,6 +9,8 @@ from django.db import connection
 
 from memories.context import CONTEXT_WINDOW, context_pending, rebuild_all_contexts
 from memories.models import ContextQueue, Memory
+from memories.query import words_query
+from memories.search import keyword_search
 from memories.services import memory_bulk_delete, memory_delete, memory_restore, memory_update
 
 pytestmark = pytest.mark.django_db
@@ -170,9 +172,6 @@ def test_a_memory_without_a_context_ranks_by_its_own_document_alone(alice_mind, 
     # Hybrid search's keyword side reads a memory's document joined to its context; a
     # memory without one (every one here: no episodes) must rank exactly as by its own
     # document: same rows, same counts, same scores as with contexts left out.
-    from memories.query import words_query
-    from memories.search import keyword_search
-
     for number, (key, content, tags) in enumerate([
             ("garden_plan", "Plant tomatoes and basil in the garden in May", ["garden"]),
             ("garden_tools", "The garden shed holds a spade and a rake", []),

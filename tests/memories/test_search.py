@@ -2,15 +2,17 @@
 thousands of generated queries at a live server (the parser: test_query.py)."""
 
 import os
+import random
 
 import httpx
 import pytest
 from django.db import connection, transaction
+from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memories.models import Memory
-from memories.query import QuerySyntaxError, words_query
+from memories.query import QuerySyntaxError, parse_query, words_query
 from memories.search import keyword_search
 from tests.conftest import plan_nodes, planner_without, statements_sent
 
@@ -243,12 +245,6 @@ def test_the_memories_matching_every_clause_rank_as_in_the_union_of_their_words(
     # matches fill, both must give the same memories with the same scores: same idf, same
     # ranks. Some memories are trashed, some under another path, so the counts' filters
     # are the search's.
-    import random
-
-    from django.utils import timezone
-
-    from memories.query import parse_query
-
     rng = random.Random(7)
     rows = []
     for number in range(400):

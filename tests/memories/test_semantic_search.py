@@ -7,6 +7,7 @@ from django.db import connection, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Concat
 from django.test.utils import CaptureQueriesContext
+from pgvector.django import CosineDistance
 
 from memories import search
 from memories.embeddings import embed_batch, get_model, model_name
@@ -368,8 +369,6 @@ def test_the_union_s_rows_are_read_by_id_from_the_searched_memories_only(
     # The candidates' similarities, windows and texts: read by primary key (given the
     # mind's filters the planner walked the mind's whole recall index to test each id),
     # only from the memories searched, with the ORM's cosine distance.
-    from pgvector.django import CosineDistance
-
     Memory.objects.bulk_create(
         [Memory(mind=alice_mind, category="note", key=f"a{n}", content=f"Garden bed {n}",
                 source="agent", confidence=0.7) for n in range(3000)])
