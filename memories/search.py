@@ -287,8 +287,9 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
         # branch's one-time filter).
         every, every_params = [], []
         for clause in clauses:
-            every.append("(" + " || ".join(term_sqls[index[term]] for term in clause) + ")")
-            every_params += [value for term in clause for value in term_params[index[term]]]
+            clause_sql, clause_params = _or_sql(clause)
+            every.append(clause_sql)
+            every_params += clause_params
         counts, count_params = [], []
         for position in positions:
             if len(clauses) == 1:
