@@ -12,7 +12,15 @@ from django.db.models import QuerySet
 
 from memories import ranking
 from memories.embeddings import embed_query, model_name, query_encoder_name
-from memories.models import EMBEDDING_INDEX, Category, Memory, MemoryRow, QuotaCounter
+from memories.models import (
+    EMBEDDING_INDEX,
+    FROM_IDS,
+    Category,
+    Memory,
+    MemoryRow,
+    QuotaCounter,
+    memories_by_id,
+)
 from memories.query import (
     DEFAULT_CONFIG,
     ParsedQuery,
@@ -417,8 +425,11 @@ def semantic_search(memories, vector: list[float], *, limit: int,
 
 
 def _vector_literal(vector) -> str:
-    """pgvector's text form of ``vector``."""
-    return "[" + ",".join(map(repr, map(float, vector))) + "]"
+    """pgvector's text form of ``vector``: nine significant digits a value, which name
+    each float32 exactly (pgvector stores float32; its input reads each value as one),
+    in less than half the time of ``repr``'s shortest double (about 80 against 175 µs
+    for 384 values)."""
+    return "[" + ",".join(map("%.9g".__mod__, vector)) + "]"
 
 
 # -- Hybrid ------------------------------------------------------------------------------
@@ -490,9 +501,7 @@ def _union_rows(memories, ids: set[str], vector) -> list[tuple]:
                     THEN memories_memory.embedding <=> %s::vector END,
                memories_memory.context_ids, memories_memory.category,
                memories_memory.content, memories_memory.occurred_at
-        FROM unnest(%s::text[]) AS wanted(id)
-        JOIN memories_memory ON memories_memory.id = wanted.id
-        WHERE {where}
+        {FROM_IDS} WHERE {where}
     """  # noqa: S608
     with connections[memories.db].cursor() as cursor:
         cursor.execute(sql, [model_name(), _vector_literal(vector), sorted(ids),
@@ -564,7 +573,9 @@ def rank_for_recall(*, mind: Mind, memories, query: str) -> tuple[list[Memory], 
                                 config=mind.search_config).hits]
     except QuerySyntaxError:
         ranked = []
-    found = memories.in_bulk(ranked)
+    where, params = _where(memories)
+    found = {memory.pk: memory
+             for memory in memories_by_id(where, params, ranked, memories.db)}
     return ([found[memory_id] for memory_id in ranked if memory_id in found],
             memories.exclude(pk__in=ranked).recall_order())
 

@@ -11,8 +11,9 @@ from pgvector.django import CosineDistance
 
 from memories import search
 from memories.embeddings import embed_batch, get_model, model_name
-from memories.models import Memory
+from memories.models import VECTOR_FIELDS, Memory, memories_by_id
 from memories.quotas import recount
+from memories.recall import recall_memories
 from memories.search import hybrid_search, semantic_search
 from memories.services import memory_store
 from minds.services import mind_create
@@ -389,6 +390,60 @@ def test_the_union_s_rows_are_read_by_id_from_the_searched_memories_only(
     reads = [node for node in plan_nodes(*sent[-1])
              if node.get("Relation Name") == "memories_memory"]
     assert len(reads) == 1 and "wanted.id" in reads[0].get("Index Cond", ""), reads
+
+
+
+def test_recall_reads_its_ranked_memories_by_id_from_the_recalled_memories_only(
+        alice_mind, bob_mind, corpus):
+    # The memories a question ranks: model instances as the ORM's in_bulk builds them
+    # (vectors deferred), read by primary key, and only from the memories recalled.
+    Memory.objects.bulk_create(
+        [Memory(mind=alice_mind, category="note", key=f"a{n}", content=f"Garden bed {n}",
+                source="agent", confidence=0.7) for n in range(3000)])
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memory")
+    theirs = memory_store(mind=bob_mind, actor=bob_mind.owners().get(), category="note",
+                          key="bruno", content="Bruno is our dog too").memory
+    memories = recall_memories(alice_mind)
+    with statements_sent() as sent:
+        ranked, _rest = search.rank_for_recall(mind=alice_mind, memories=memories,
+                                               query="what pet does the user have")
+    read = sent[-1]  # the last statement: the rest is only a query, not read yet
+    assert "wanted(id)" in read[0]
+    assert ranked[0].key == "pet" and theirs.id not in {memory.id for memory in ranked}
+    expected = memories.without_vectors().in_bulk([memory.id for memory in ranked])
+    assert len(ranked) == len(expected)
+    for memory in ranked:
+        assert memory.get_deferred_fields() == set(VECTOR_FIELDS)
+        assert ({name: getattr(memory, name) for name in memory.__dict__ if name != "_state"}
+                == {name: getattr(expected[memory.id], name)
+                    for name in expected[memory.id].__dict__ if name != "_state"})
+    where, params = search._where(memories)
+    found = memories_by_id(where, params, [corpus["pet"].id, theirs.id, "mem_missing"],
+                           "default")
+    assert [memory.id for memory in found] == [corpus["pet"].id]
+    reads = [node for node in plan_nodes(*read) if node.get("Relation Name") == "memories_memory"]
+    assert len(reads) == 1 and "wanted.id" in reads[0].get("Index Cond", ""), reads
+
+
+def test_the_vector_literal_names_each_float32_exactly(db, model):
+    # Nine significant digits name every float32: PostgreSQL reads back the very values
+    # of the question's vector and of a stored embedding (numpy float32), as from the
+    # ORM's text form, whatever the magnitude.
+    rng = np.random.default_rng(7)
+    question = search.query_vector("a dog by the lake")
+    stored = rng.standard_normal(384).astype(np.float32) * np.float32(1e-3)
+    extremes = np.array([1e-38, -3.4e38, 1.17549435e-38, 0.1, -0.0, 1 - 2**-24],
+                        dtype=np.float32)
+    with connection.cursor() as cursor:
+        for vector in (question, list(stored), list(extremes)):
+            cursor.execute("SELECT %s::vector::real[]", [search._vector_literal(vector)])
+            read = np.array(cursor.fetchone()[0], dtype=np.float32)
+            assert np.array_equal(read, np.array(vector, dtype=np.float32))
+            cursor.execute("SELECT %s::vector = %s::vector",
+                           [search._vector_literal(vector),
+                            "[" + ",".join(map(repr, map(float, vector))) + "]"])
+            assert cursor.fetchone()[0] is True
 
 
 @pytest.mark.django_db(transaction=True)
