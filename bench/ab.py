@@ -20,7 +20,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import Server, Stats, setup_django, teardown, timed  # noqa: E402
+from bench.common import (  # noqa: E402
+    HttpClient,
+    Server,
+    Stats,
+    setup_django,
+    teardown,
+    timed,
+)
 from bench.core import fill  # noqa: E402
 
 URLS = ["/memory/recall?budget=2000", "/memory/recall", "/memory?limit=50"]
@@ -35,7 +42,6 @@ def main() -> None:
     args = parser.parse_args()
 
     data_dir = setup_django()
-    import httpx
     from django.contrib.auth import get_user_model
 
     from minds.services import key_issue, mind_create
@@ -50,7 +56,7 @@ def main() -> None:
     try:
         for server in servers.values():
             server.wait("/memory/health", headers)
-        clients = {name: httpx.Client(base_url=server.url, timeout=30)
+        clients = {name: HttpClient(server.url)
                    for name, server in servers.items()}
         for url in args.url or URLS:
             def fetch(client, url=url):

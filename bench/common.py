@@ -15,7 +15,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from dataclasses import dataclass
+from http.client import HTTPConnection, RemoteDisconnected
+from json import dumps as to_json
+from json import loads as from_json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,6 +98,81 @@ class Server:
             self.process.wait(20)
         except subprocess.TimeoutExpired:
             self.process.kill()
+
+
+
+@dataclass
+class HttpResponse:
+    status_code: int
+    headers: dict
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+    def json(self):
+        return from_json(self.content)
+
+    def raise_for_status(self) -> None:
+        if self.status_code >= 400:
+            raise RuntimeError(f"HTTP {self.status_code}: {self.text[:500]}")
+
+
+class HttpClient:
+    """A keep-alive HTTP/1.1 client on the standard library's http.client: what the benches
+    time requests with. httpx spends about 1 ms of its own Python on each request on these
+    machines (its request and response models, h11's state machine), which a timing counts
+    as the endpoint's; bench/floor.py measures both clients on the same route in one run.
+    Requests send ``headers`` (the defaults) and any given per request; one connection,
+    opened again when the server has closed it between requests."""
+
+    def __init__(self, base_url: str, *, headers: dict | None = None, timeout: float = 30):
+        parts = urllib.parse.urlsplit(base_url)
+        self.host, self.port, self.timeout = parts.hostname, parts.port, timeout
+        self.headers = dict(headers or {})
+        self._connection: HTTPConnection | None = None
+
+    def get(self, path: str, *, params: dict | None = None,
+            headers: dict | None = None) -> HttpResponse:
+        return self.request("GET", path, params=params, headers=headers)
+
+    def post(self, path: str, *, json: object = None, headers: dict | None = None
+             ) -> HttpResponse:
+        return self.request("POST", path, json=json, headers=headers)
+
+    def request(self, method: str, path: str, *, params: dict | None = None,
+                json: object = None, headers: dict | None = None) -> HttpResponse:
+        if params:
+            path += ("&" if "?" in path else "?") + urllib.parse.urlencode(params)
+        sent = {**self.headers, **(headers or {})}
+        body = None
+        if json is not None:
+            body = to_json(json).encode()
+            sent["Content-Type"] = "application/json"
+        for attempt in (1, 2):
+            if self._connection is None:
+                self._connection = HTTPConnection(self.host, self.port, timeout=self.timeout)
+            try:
+                self._connection.request(method, path, body=body, headers=sent)
+                response = self._connection.getresponse()
+                content = response.read()
+            except (RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                # The server closed the idle connection before this request reached it.
+                self.close()
+                if attempt == 2:
+                    raise
+                continue
+            if response.will_close:
+                self.close()
+            return HttpResponse(response.status, dict(response.getheaders()), content)
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
 
 
 @dataclass

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import (  # noqa: E402
     CHUNK,
     ROOT,
+    HttpClient,
     Server,
     Stats,
     capture_sql,
@@ -108,7 +109,6 @@ def main() -> None:
     args = parser.parse_args()
 
     data_dir = setup_django()
-    import httpx
     from django.contrib.auth import get_user_model
     from django.db import connection
     from rest_framework.test import APIClient
@@ -137,7 +137,7 @@ def main() -> None:
     big_headers = {"Authorization": f"Bearer {big_plain}"}
     small_headers = {"Authorization": f"Bearer {small_plain}"}
     server.wait("/memory/health", big_headers)
-    http = httpx.Client(base_url=server.url, timeout=30)
+    http = HttpClient(server.url)
     inproc = APIClient()
     inproc.credentials(HTTP_AUTHORIZATION=f"Bearer {big_plain}")
     inproc_small = APIClient()

@@ -12,7 +12,10 @@ index lookups). Measured sequentially over keep-alive HTTP, one gunicorn worker 
 3. on both, ``GET /.well-known/oauth-protected-resource``: Django's whole middleware chain
    and URL resolution, a view that reads no row and no credential — the framework's floor;
 4. the SQL ``GET /memory/{id}`` issues (the key lookup and the memory row, captured in
-   process), replayed with psycopg on one connection.
+   process), replayed with psycopg on one connection;
+5. the production server's two routes again, timed with the benches' client
+   (bench.common.HttpClient, on the standard library) and with httpx in turn: what a
+   client's own Python adds to every timing.
 
 Then a profile (cProfile) of ``GET /memory/{id}`` in process (Django's test client, the
 whole handler) splits its Python time into layers, and so does one of each other hot route
@@ -26,6 +29,7 @@ import cProfile
 import pstats
 import random
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -33,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import (  # noqa: E402
     ROOT,
+    HttpClient,
     Server,
     Stats,
     capture_sql,
@@ -155,7 +160,6 @@ def main() -> None:
     args = parser.parse_args()
 
     data_dir = setup_django()
-    import httpx
     from django.contrib.auth import get_user_model
     from rest_framework.test import APIClient
 
@@ -188,7 +192,7 @@ def main() -> None:
         for server in servers.values():
             server.wait("/memory/health", headers)
         for label, server in servers.items():
-            http = httpx.Client(base_url=server.url, timeout=30)
+            http = HttpClient(server.url)
 
             def get(i, http=http):
                 response = http.get(f"/memory/{ids[i % len(ids)]}", headers=headers)
@@ -208,6 +212,7 @@ def main() -> None:
                 rows.append((stats, raw_stats, inside))
                 print(f"{name}: p50 {stats.p50:.2f} p95 {stats.pct(95):.2f} ms", flush=True)
             http.close()
+        clients = client_cost(next(iter(servers.values())), ids, headers, n)
     finally:
         for server in servers.values():
             server.stop()
@@ -227,10 +232,21 @@ def main() -> None:
         "request: what the same request, made in process, waited on PostgreSQL "
         "(bench.common.DatabaseClock). The "
         f"`{FLOOR_PATH}` rows are Django's whole stack with a view that reads no row: the "
-        "framework's floor on that server.", "",
+        "framework's floor on that server. Timed with bench.common.HttpClient (the "
+        "standard library's http.client; \"The client\", below: what httpx would add).", "",
         table(rows), "",
         f"In process (Django's test client, no HTTP): p50 {in_process.p50:.2f} ms, p95 "
         f"{in_process.pct(95):.2f} ms.", "",
+        "## The client", "",
+        "The production server's two routes timed with each client, one request with each "
+        "in turn: what the client's own Python adds to every timing (httpx's request and "
+        "response models and h11; the benches time with bench.common.HttpClient).", "",
+        "| route | HttpClient p50 | p95 | httpx p50 | p95 | httpx − HttpClient, p50 | p95 |",
+        "|---|---|---|---|---|---|---|",
+        *[f"| {route} | {lean.p50:.2f} | {lean.pct(95):.2f} | {other.p50:.2f} | "
+          f"{other.pct(95):.2f} | {other.p50 - lean.p50:+.2f} | "
+          f"{other.pct(95) - lean.pct(95):+.2f} |" for route, (lean, other) in clients.items()],
+        "",
         f"## Profile: {args.profile} requests in process under cProfile", "",
         "Milliseconds per request in each layer (cumulative: a layer includes the ones "
         "nested in it; cProfile slows Python code more than waiting, so read shares, not "
@@ -264,6 +280,36 @@ def main() -> None:
     print(output.read_text())
     raw.close()
     teardown(data_dir, args.keep_data)
+
+
+def client_cost(server, ids: list[str], headers: dict, n: int) -> dict:
+    """``GET /memory/{id}`` and the floor route on ``server`` timed with bench.common's
+    HttpClient and with httpx, one request with each in turn: {route: (HttpClient's
+    Stats, httpx's Stats)}."""
+    import httpx
+
+    lean, other = HttpClient(server.url), httpx.Client(base_url=server.url, timeout=30)
+    routes = {"GET /memory/{id}": lambda i: f"/memory/{ids[i % len(ids)]}",
+              f"GET {FLOOR_PATH}": lambda _i: FLOOR_PATH}
+    result = {}
+    try:
+        for route, path in routes.items():
+            samples = {lean: [], other: []}
+            for index in range(-50, n):
+                for client in (lean, other):
+                    started = time.perf_counter()
+                    response = client.get(path(index), headers=headers)
+                    elapsed = (time.perf_counter() - started) * 1000
+                    assert response.status_code == 200, response.text
+                    if index >= 0:  # after 50 rounds of warm-up
+                        samples[client].append(elapsed)
+            result[route] = (Stats(route, samples[lean]), Stats(route, samples[other]))
+            print(f"{route}: HttpClient p50 {result[route][0].p50:.2f}, httpx p50 "
+                  f"{result[route][1].p50:.2f} ms", flush=True)
+    finally:
+        lean.close()
+        other.close()
+    return result
 
 
 def embed_at_random(mind) -> None:

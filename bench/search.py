@@ -163,11 +163,11 @@ def query_sets(rng: random.Random, count: int) -> dict:
 
 
 def time_http(base_url: str, plaintext: str, texts: list[str]) -> dict:
-    import httpx
+    from bench.common import HttpClient
 
     timings = {}
-    with httpx.Client(base_url=base_url, timeout=60,
-                      headers={"Authorization": f"Bearer {plaintext}"}) as client:
+    client = HttpClient(base_url, timeout=60, headers={"Authorization": f"Bearer {plaintext}"})
+    try:
         for mode in MODES:
             for text in texts["warm-up"]:  # warm both workers (model load, connections)
                 client.get("/memory/search", params={"q": text, "mode": mode}).raise_for_status()
@@ -178,6 +178,8 @@ def time_http(base_url: str, plaintext: str, texts: list[str]) -> dict:
                 values.append(time.perf_counter() - started)
                 response.raise_for_status()
             timings[mode] = values
+    finally:
+        client.close()
     return timings
 
 
