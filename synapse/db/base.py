@@ -1,9 +1,11 @@
 """PostgreSQL backend that starts the embedded cluster on demand and insists on pgvector."""
 
+import datetime
 import logging
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db.backends.postgresql import base
+from django.db.backends.postgresql.psycopg_any import BaseTzLoader
 from psycopg import OperationalError, sql
 
 from synapse import embedded_db
@@ -23,6 +25,9 @@ class DatabaseWrapper(base.DatabaseWrapper):
     Behind PgBouncer (``DATABASE_POOLER=pgbouncer``, docs/scaling.md) the first connection
     also checks that the statement timeout arrived with the role, and a server-side cursor
     is never declared outside a transaction (:meth:`chunked_cursor`).
+
+    Timestamps (``timestamptz``) are read by :class:`UtcTimestampLoader` when the
+    connection's time zone is UTC, as Synapse configures it.
     """
 
     def get_new_connection(self, conn_params):
@@ -36,6 +41,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
                 raise
             embedded_db.ensure_running(data_dir)
             connection = super().get_new_connection(conn_params)
+        if self.timezone is UtcTimestampLoader.timezone:
+            connection.adapters.register_loader("timestamptz", UtcTimestampLoader)
         self._require_pgvector(connection)
         return connection
 
@@ -87,6 +94,27 @@ class DatabaseWrapper(base.DatabaseWrapper):
                 "says %sms: run `manage.py migrate` (it stores the timeout on the database "
                 "role), then RECONNECT in PgBouncer's admin console (docs/scaling.md, "
                 "\"PgBouncer\")", found, wanted)
+
+
+class UtcTimestampLoader(BaseTzLoader):
+    """Django's loader of ``timestamptz`` text (an aware datetime in the connection's time
+    zone, here UTC), reading the ISO text PostgreSQL sends (``2026-12-07 17:55:01.5+00``)
+    with the standard library's parser, written in C: psycopg's parser, which Django's
+    loader extends, is Python, and a page of 50 memories holds 350 timestamps. Text that
+    parser refuses (BC dates, years past 9999, infinity) goes to Django's loader, which
+    reads it, or refuses it, as before. As Django's, the result is the session's wall
+    clock labelled with ``timezone`` (the two are the same zone: Django sets the session's).
+    Django compares ``timezone`` with the connection's before each cursor: equal, it
+    keeps this loader."""
+
+    timezone = datetime.UTC
+
+    def load(self, data) -> datetime.datetime:
+        try:
+            moment = datetime.datetime.fromisoformat(bytes(data).decode())
+        except ValueError:
+            return super().load(data)
+        return moment.replace(tzinfo=self.timezone)
 
 
 _UNITS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}

@@ -2,6 +2,7 @@
 and what DATABASE_POOLER=pgbouncer changes. Against a real PgBouncer:
 tests/synapse/test_pgbouncer.py."""
 
+import datetime
 import os
 import subprocess
 import sys
@@ -166,3 +167,49 @@ def test_close_beside_closes_the_pool_s_connections():
             assert time.monotonic() < deadline, "the pool's connection is still open"
             time.sleep(0.05)
     assert beside(_backend, using="default").result() != _backend()  # a new pool
+
+
+TIMESTAMPS = [
+    "2026-12-07 17:55:01.123456+00", "2026-12-07 17:55:01+00", "2026-12-07 17:55:01.5+00",
+    "2026-12-07 17:55:01.000001+00", "1999-12-31 23:59:59.99+00", "0001-01-01 00:00:00+00",
+    "9999-12-31 23:59:59.999999+00", "2024-02-29 12:00:00.25+05:30",
+    "2026-03-29 01:30:00-07:00", "1900-06-15 08:00:00.5+00"]
+
+
+def _read(cursor, values: list[str]) -> list:
+    cursor.execute("SELECT " + ", ".join(["%s::timestamptz"] * len(values)), values)
+    return list(cursor.fetchone())
+
+
+def test_timestamps_read_as_django_s_own_loader_reads_them(db):
+    # The connection reads timestamptz with UtcTimestampLoader (Django keeps it for every
+    # cursor); each value, its type and its time zone are what Django's loader gives.
+    from django.db.backends.postgresql.psycopg_any import register_tzloader
+    from psycopg.postgres import types
+    from psycopg.pq import Format
+
+    from synapse.db.base import UtcTimestampLoader
+
+    oid = types["timestamptz"].oid
+    with connection.cursor() as ours, connection.cursor() as django_s:
+        assert ours.cursor.adapters.get_loader(oid, Format.TEXT) is UtcTimestampLoader
+        register_tzloader(datetime.UTC, django_s.cursor)
+        assert django_s.cursor.adapters.get_loader(oid, Format.TEXT) is not UtcTimestampLoader
+        for values in (TIMESTAMPS, ["now()"]):
+            read, expected = _read(ours, values), _read(django_s, values)
+            assert read == expected
+            assert [(type(value), value.tzinfo) for value in read] == [
+                (datetime.datetime, datetime.UTC)] * len(values)
+        # In a session moved to another zone PostgreSQL writes other offsets: as Django
+        # (but for the last instant of 9999, past 9999 there).
+        within = [value for value in TIMESTAMPS if not value.startswith("9999")]
+        with transaction.atomic():
+            ours.execute("SET LOCAL TIME ZONE 'Asia/Kolkata'")
+            assert _read(ours, within) == _read(django_s, within)
+
+
+@pytest.mark.parametrize("value", ["infinity", "-infinity", "10000-01-01 00:00:00+00",
+                                   "0044-03-15 12:00:00+00 BC"])
+def test_timestamps_python_cannot_hold_are_refused_as_before(db, value):
+    with connection.cursor() as cursor, pytest.raises(DataError):
+        _read(cursor, [value])
