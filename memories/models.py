@@ -380,8 +380,8 @@ def memory_of_mind(mind: Mind, memory_id: str, *, in_trash_too: bool = False,
             memories = memories.without_vectors()
         found = list(memories.filter(pk=memory_id)[:1])  # by primary key: no ORDER BY
     else:
-        found = _read_memories(_MEMORY_BY_ID[in_trash_too, vectors], [mind.pk, memory_id],
-                               router.db_for_read(Memory))
+        found = _one_memory(_MEMORY_BY_ID[in_trash_too, vectors], [mind.pk, memory_id],
+                            router.db_for_read(Memory))
     return _with_whole_mind(found, mind)
 
 
@@ -395,8 +395,8 @@ def live_memory_by_key(mind: Mind, category: str, key: str) -> Memory | None:
         found = list(Memory.objects.select_for_update().for_mind(mind).alive()
                      .filter(category=category, key=key)[:1])
     else:
-        found = _read_memories(_LIVE_BY_KEY_LOCKED, [mind.pk, category, key],
-                               router.db_for_write(Memory))
+        found = _one_memory(_LIVE_BY_KEY_LOCKED, [mind.pk, category, key],
+                            router.db_for_write(Memory))
     return _with_whole_mind(found, mind)
 
 
@@ -410,71 +410,51 @@ def _with_whole_mind(found: list[Memory], mind: Mind) -> Memory | None:
 
 
 class _MemorySelect(NamedTuple):
-    """A hand-written SELECT of memories' columns, what :func:`_read_memories` needs to
-    build instances from its rows: the columns' attribute names, and the fields whose
-    values Django converts after reading (``from_db_value``: the vectors), by position."""
+    """A hand-written SELECT of memories' columns, what :func:`_one_memory` needs to build
+    instances from its rows: the columns' attribute names, and the fields whose values
+    Django converts after reading (``from_db_value``: the vectors), by position."""
 
     sql: str
     attnames: list[str]
     converted: list[tuple[int, models.Field]]
 
 
-def _memory_select(tail: str, *, vectors: bool = True) -> _MemorySelect:
-    """SELECT memories' columns (without the VECTOR_FIELDS unless ``vectors``), then
-    ``tail``: its FROM, naming the table memories_memory, and the rest of the statement."""
+def _memory_select(where: str, *, vectors: bool = True) -> _MemorySelect:
     fields = [field for field in Memory._meta.concrete_fields
               if vectors or field.name not in VECTOR_FIELDS]
-    columns = ", ".join(f"memories_memory.{field.column}" for field in fields)
+    columns = ", ".join(field.column for field in fields)
     return _MemorySelect(
-        f"SELECT {columns} {tail}",
+        f"SELECT {columns} FROM memories_memory WHERE {where}",  # noqa: S608
         [field.attname for field in fields],
         [(index, field) for index, field in enumerate(fields)
          if hasattr(field, "from_db_value")])
 
 
-def _read_memories(select: _MemorySelect, params: list, using: str) -> list[Memory]:
-    """The rows of ``select`` on database ``using`` as the ORM builds model instances
-    (each value through its field's converters, then ``Model.from_db``: columns not read
-    are deferred); without a RawQuerySet's machinery, which took a third of a one-memory
-    lookup's time."""
+def _one_memory(select: _MemorySelect, params: list, using: str) -> list[Memory]:
+    """The first row of ``select`` on database ``using`` as the ORM builds a model
+    instance (each value through its field's converters, then ``Model.from_db``: columns
+    not read are deferred), in a list of at most one; without a RawQuerySet's machinery,
+    which took a third of the lookup's time."""
     connection = connections[using]
     with connection.cursor() as cursor:
         cursor.execute(select.sql, params)
-        rows = cursor.fetchall()
-    converters = [(index, field.get_db_converters(connection))
-                  for index, field in select.converted]
-    found = []
-    for row in rows:
-        values = list(row)
-        for index, field_converters in converters:
-            for convert in field_converters:
-                values[index] = convert(values[index], None, connection)
-        found.append(Memory.from_db(using, select.attnames, values))
-    return found
-
-
-# The memories named by a list of ids (the statement's first parameter), read by primary key.
-FROM_IDS = ("FROM unnest(%s::text[]) AS wanted(id) "
-            "JOIN memories_memory ON memories_memory.id = wanted.id")
-
-
-def memories_by_id(where: str, params: list, ids: list[str], using: str) -> list[Memory]:
-    """The memories named by ``ids`` that pass ``where`` (a compiled WHERE over
-    memories_memory, its ``params`` after the ids), without their VECTOR_FIELDS, read by
-    primary key: the ids joined to the table. Through the ORM (``in_bulk`` under a mind's
-    filters) the planner ANDed the ids with the mind's whole entry of an index."""
-    select = _memory_select(f"{FROM_IDS} WHERE {where}", vectors=False)
-    return _read_memories(select, [list(ids), *params], using)
+        row = cursor.fetchone()
+    if row is None:
+        return []
+    values = list(row)
+    for index, field in select.converted:
+        for convert in field.get_db_converters(connection):
+            values[index] = convert(values[index], None, connection)
+    return [Memory.from_db(using, select.attnames, values)]
 
 
 _MEMORY_BY_ID = {
-    (trash, vectors): _memory_select("FROM memories_memory WHERE mind_id = %s AND id = %s"
+    (trash, vectors): _memory_select("mind_id = %s AND id = %s"
                                      + ("" if trash else " AND deleted_at IS NULL"),
                                      vectors=vectors)
     for trash in (False, True) for vectors in (False, True)}
 _LIVE_BY_KEY_LOCKED = _memory_select(
-    "FROM memories_memory WHERE mind_id = %s AND category = %s AND key = %s "
-    "AND deleted_at IS NULL LIMIT 1 FOR UPDATE")
+    "mind_id = %s AND category = %s AND key = %s AND deleted_at IS NULL LIMIT 1 FOR UPDATE")
 
 
 # Fields whose change makes a new version (and that a version snapshot keeps).

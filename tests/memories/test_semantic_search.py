@@ -11,9 +11,9 @@ from pgvector.django import CosineDistance
 
 from memories import search
 from memories.embeddings import embed_batch, get_model, model_name
-from memories.models import VECTOR_FIELDS, Memory, memories_by_id
+from memories.models import Memory, MemoryRow
 from memories.quotas import recount
-from memories.recall import recall_memories
+from memories.recall import RecallItem, recall_memories
 from memories.search import hybrid_search, semantic_search
 from memories.services import memory_store
 from minds.services import mind_create
@@ -395,8 +395,8 @@ def test_the_union_s_rows_are_read_by_id_from_the_searched_memories_only(
 
 def test_recall_reads_its_ranked_memories_by_id_from_the_recalled_memories_only(
         alice_mind, bob_mind, corpus):
-    # The memories a question ranks: model instances as the ORM's in_bulk builds them
-    # (vectors deferred), read by primary key, and only from the memories recalled.
+    # The memories a question ranks: the rows recall shows (as values_list reads them),
+    # read by primary key, and only from the memories recalled.
     Memory.objects.bulk_create(
         [Memory(mind=alice_mind, category="note", key=f"a{n}", content=f"Garden bed {n}",
                 source="agent", confidence=0.7) for n in range(3000)])
@@ -405,23 +405,21 @@ def test_recall_reads_its_ranked_memories_by_id_from_the_recalled_memories_only(
     theirs = memory_store(mind=bob_mind, actor=bob_mind.owners().get(), category="note",
                           key="bruno", content="Bruno is our dog too").memory
     memories = recall_memories(alice_mind)
-    with statements_sent() as sent:
-        ranked, _rest = search.rank_for_recall(mind=alice_mind, memories=memories,
-                                               query="what pet does the user have")
-    read = sent[-1]  # the last statement: the rest is only a query, not read yet
-    assert "wanted(id)" in read[0]
-    assert ranked[0].key == "pet" and theirs.id not in {memory.id for memory in ranked}
-    expected = memories.without_vectors().in_bulk([memory.id for memory in ranked])
-    assert len(ranked) == len(expected)
-    for memory in ranked:
-        assert memory.get_deferred_fields() == set(VECTOR_FIELDS)
-        assert ({name: getattr(memory, name) for name in memory.__dict__ if name != "_state"}
-                == {name: getattr(expected[memory.id], name)
-                    for name in expected[memory.id].__dict__ if name != "_state"})
-    where, params = search._where(memories)
-    found = memories_by_id(where, params, [corpus["pet"].id, theirs.id, "mem_missing"],
-                           "default")
-    assert [memory.id for memory in found] == [corpus["pet"].id]
+    for row in (RecallItem, MemoryRow):
+        with statements_sent() as sent:
+            ranked, _rest = search.rank_for_recall(mind=alice_mind, memories=memories,
+                                                   query="what pet does the user have", row=row)
+        read = sent[-1]  # the last statement: the rest is only a query, not read yet
+        assert "wanted(id)" in read[0]
+        assert ranked[0].key == "pet" and theirs.id not in {memory.id for memory in ranked}
+        shown = {values[0]: row(*values[1:])
+                 for values in memories.values_list("id", *row._fields)}
+        assert ranked == [shown[memory.id] for memory in ranked]
+        assert all(type(memory) is row for memory in ranked)
+    tail, params = search._by_id(memories, [corpus["pet"].id, theirs.id, "mem_missing"])
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT memories_memory.id {tail}", params)
+        assert [found for (found,) in cursor.fetchall()] == [corpus["pet"].id]
     reads = [node for node in plan_nodes(*read) if node.get("Relation Name") == "memories_memory"]
     assert len(reads) == 1 and "wanted.id" in reads[0].get("Index Cond", ""), reads
 

@@ -1,6 +1,7 @@
 """Core memory actions: list, store, get, update, delete, recall, health."""
 
 import dataclasses
+from itertools import chain
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection
@@ -180,19 +181,19 @@ class CoreActions:
         row = MemoryRow if as_json else RecallItem
         limit = recall_module.WHOLE_LIMIT
         if query.get("q"):
-            from memories.search import rank_for_recall, ranked_then_rest
+            from memories.search import rank_for_recall
 
-            ranked, rest = rank_for_recall(mind=mind, memories=memories, query=query["q"])
+            ranked, rest = rank_for_recall(mind=mind, memories=memories, query=query["q"],
+                                           row=row)
             if budget is None:
                 # Up to WHOLE_LIMIT memories are answered whole, read in one query; past
-                # that the rest is read again over a cursor and streamed after the ranked,
-                # from the primary (as below).
-                ordered = ranked + list(rest[:max(0, limit + 1 - len(ranked))])
+                # that the rest is read again over a cursor and streamed after the ranked
+                # (held in memory with one chunk of the rest), from the primary (as below).
+                ordered = ranked + read_whole(rest, row=row, limit=max(0, limit - len(ranked)))
                 if len(ordered) > limit:
-                    return self._stream_everything(
-                        mind, count_recall(memories),
-                        ranked_then_rest(ranked, rest.using(DEFAULT_DB_ALIAS)),
-                        as_json=as_json, path=path)
+                    stream = chain(ranked, recall_items(rest.using(DEFAULT_DB_ALIAS), row=row))
+                    return self._stream_everything(mind, count_recall(memories), stream,
+                                                   as_json=as_json, path=path)
             else:
                 ordered = BudgetedScan(rest, budget=budget, row=row, first=ranked)
         elif budget is None:
