@@ -100,7 +100,6 @@ class Server:
             self.process.kill()
 
 
-
 @dataclass
 class HttpResponse:
     status_code: int
@@ -172,7 +171,6 @@ class HttpClient:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
-
 
 
 @dataclass

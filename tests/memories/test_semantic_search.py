@@ -365,18 +365,24 @@ def test_hybrid_search_reads_the_union_s_similarities_in_one_query(alice_mind, c
     assert len(hits) == 5
 
 
-def test_the_union_s_rows_are_read_by_id_from_the_searched_memories_only(
-        alice_mind, bob_mind, corpus):
-    # The candidates' similarities, windows and texts: read by primary key (given the
-    # mind's filters the planner walked the mind's whole recall index to test each id),
-    # only from the memories searched, with the ORM's cosine distance.
+@pytest.fixture
+def theirs(alice_mind, bob_mind, corpus):
+    """alice's mind grown by 3,000 memories, analyzed (the planner sees a large mind), and
+    a memory of bob's mind, to ask for by id from alice's."""
     Memory.objects.bulk_create(
         [Memory(mind=alice_mind, category="note", key=f"a{n}", content=f"Garden bed {n}",
                 source="agent", confidence=0.7) for n in range(3000)])
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memories_memory")
-    theirs = memory_store(mind=bob_mind, actor=bob_mind.owners().get(), category="note",
-                          key="bruno", content="Bruno is our dog too").memory
+    return memory_store(mind=bob_mind, actor=bob_mind.owners().get(), category="note",
+                        key="bruno", content="Bruno is our dog too").memory
+
+
+def test_the_union_s_rows_are_read_by_id_from_the_searched_memories_only(
+        alice_mind, corpus, theirs):
+    # The candidates' similarities, windows and texts: read by primary key (given the
+    # mind's filters the planner walked the mind's whole recall index to test each id),
+    # only from the memories searched, with the ORM's cosine distance.
     memories = Memory.objects.for_mind(alice_mind).current().unexpired()
     vector = search.query_vector("a dog by the lake")
     wanted = {corpus["pet"].id, corpus["api_token"].id, theirs.id, "mem_missing"}
@@ -392,18 +398,10 @@ def test_the_union_s_rows_are_read_by_id_from_the_searched_memories_only(
     assert len(reads) == 1 and "wanted.id" in reads[0].get("Index Cond", ""), reads
 
 
-
 def test_recall_reads_its_ranked_memories_by_id_from_the_recalled_memories_only(
-        alice_mind, bob_mind, corpus):
+        alice_mind, corpus, theirs):
     # The memories a question ranks: the rows recall shows (as values_list reads them),
     # read by primary key, and only from the memories recalled.
-    Memory.objects.bulk_create(
-        [Memory(mind=alice_mind, category="note", key=f"a{n}", content=f"Garden bed {n}",
-                source="agent", confidence=0.7) for n in range(3000)])
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE memories_memory")
-    theirs = memory_store(mind=bob_mind, actor=bob_mind.owners().get(), category="note",
-                          key="bruno", content="Bruno is our dog too").memory
     memories = recall_memories(alice_mind)
     for row in (RecallItem, MemoryRow):
         with statements_sent() as sent:
