@@ -529,7 +529,13 @@ class Hit(MemoryRow):
     (score, snippet, explain: memories.api.serializers.search.search_hits)."""
 
 
-_HIT_COLUMNS = ", ".join(f'memories_memory."{name}"' for name in MemoryRow._fields)
+def _columns(row) -> str:
+    """The columns of a row tuple's fields (MemoryRow, memories.recall.RecallItem: each
+    named as its column), for a hand-written SELECT."""
+    return ", ".join(f'memories_memory."{name}"' for name in row._fields)
+
+
+_HIT_COLUMNS = _columns(MemoryRow)
 
 
 def load_hits(mind_id: str, hits: list[tuple[str, float]], text: str,
@@ -577,12 +583,10 @@ def rank_for_recall(*, mind: Mind, memories, query: str, row) -> tuple[list, Que
         ranked = []
     found = {}
     if ranked:
-        columns = ", ".join(f"memories_memory.{Memory._meta.get_field(name).column}"
-                            for name in row._fields)
         tail, params = _by_id(memories, ranked)
         with connections[memories.db].cursor() as cursor:
-            cursor.execute(f"SELECT memories_memory.id, {columns} {tail}", params)
-            found = {values[0]: row(*values[1:]) for values in cursor.fetchall()}
+            cursor.execute(f"SELECT {_columns(row)} {tail}", params)
+            found = {item.id: item for item in map(row._make, cursor.fetchall())}
     return ([found[memory_id] for memory_id in ranked if memory_id in found],
             memories.exclude(pk__in=ranked).recall_order())
 
