@@ -21,7 +21,9 @@ Then a profile (cProfile) of ``GET /memory/{id}`` in process (Django's test clie
 whole handler) splits its Python time into layers, and so does one of each other hot route
 (list, store, upsert, recall whole and under a budget, semantic search of distinct
 questions over the mind's memories, given random vectors; ``--route-profile`` requests
-each), to show where each spends what its SQL does not. Writes bench/results/floor.md.
+each), to show where each spends what its SQL does not; and each route's time outside its
+SQL, unprofiled, split by who spends it (Django's database layer, its handler, DRF,
+psycopg, the model, Synapse's own code: "Whose time"). Writes bench/results/floor.md.
 """
 
 import argparse
@@ -31,12 +33,14 @@ import random
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import (  # noqa: E402
     ROOT,
+    DatabaseClock,
     HttpClient,
     Server,
     Stats,
@@ -97,6 +101,83 @@ ROUTE_LAYERS = [
 ]
 
 
+# Who spends a route's time, by the file of the function whose own time (cProfile's tottime)
+# it is. The standard library and built-ins are charged to the functions that called them,
+# in proportion to each caller's share of their time, up the call graph; so a str.join in
+# the recall text is Synapse's, and psycopg's C wait, under psycopg's Connection.wait, is
+# PostgreSQL's.
+TEST_CLIENT = "the test client and the bench's loop (in process only)"
+DATABASE_LAYER = "Django's database layer (django/db: ORM, cursors, transactions)"
+OWNERS = [
+    # (owner, the site-packages folders it holds)
+    ("waiting on PostgreSQL", ()),
+    ("the model (onnxruntime, torch, tokenizers, numpy)",
+     ("onnxruntime", "torch", "transformers", "sentence_transformers", "tokenizers", "numpy",
+      "safetensors")),
+    ("psycopg, outside waiting", ("psycopg", "psycopg_binary", "pgvector")),
+    (DATABASE_LAYER, ()),
+    ("Django: handler, middleware, URLs, HTTP objects", ("django", "asgiref", "whitenoise")),
+    ("DRF (django-filter included)", ("rest_framework", "django_filters",
+                                      "rest_framework_simplejwt")),
+    ("Synapse's own code", ()),
+    (TEST_CLIENT, ()),
+    ("other libraries", ()),
+]
+_OWNER_OF_FOLDER = {folder: owner for owner, folders in OWNERS for folder in folders}
+
+
+def owner_of(file: str, function: str) -> str | None:
+    """OWNERS' label for a function's own time, or None for the standard library and
+    built-ins (charged to their callers)."""
+    if "site-packages/" in file:
+        parts = file.split("site-packages/", 1)[1].split("/")
+        if parts[0] == "psycopg" and parts[-1] == "connection.py" and function == "wait":
+            return OWNERS[0][0]
+        if parts[0] == "django" and parts[1] == "db":
+            return DATABASE_LAYER
+        if parts[:2] in (["django", "test"], ["rest_framework", "test.py"]):
+            return TEST_CLIENT
+        return _OWNER_OF_FOLDER.get(parts[0], "other libraries")
+    if file.startswith(str(ROOT)) and file[len(str(ROOT)):].lstrip("/").split("/")[0] in (
+            "memories", "minds", "synapse"):
+        return "Synapse's own code"
+    return None
+
+
+def whose_time(stats: dict) -> dict[str, float]:
+    """Seconds of ``stats`` (profiled) by OWNERS' label: every function's own time, the
+    standard library's and built-ins' charged to their callers."""
+    shares: dict = {}
+
+    def owners(function_key, seen=frozenset()) -> dict[str, float]:
+        if function_key in shares:
+            return shares[function_key]
+        owner = owner_of(function_key[0], function_key[2])
+        if owner is not None:
+            shares[function_key] = {owner: 1.0}
+            return shares[function_key]
+        callers = stats[function_key][4] if function_key in stats else {}
+        open_callers = {caller: entry for caller, entry in callers.items()
+                        if caller not in seen and caller != function_key}
+        total = sum(entry[2] for entry in open_callers.values())
+        result: dict[str, float] = {}
+        for caller, entry in open_callers.items():
+            weight = entry[2] / total if total else 1 / len(open_callers)
+            for name, share in owners(caller, seen | {function_key}).items():
+                result[name] = result.get(name, 0.0) + share * weight
+        if not result:  # the bench's own loop: nothing called it
+            result = {TEST_CLIENT: 1.0}
+        if len(open_callers) == len(callers):  # not cut short by a cycle: keep it
+            shares[function_key] = result
+        return result
+
+    seconds: dict[str, float] = {}
+    for function_key, entry in stats.items():
+        for name, share in owners(function_key).items():
+            seconds[name] = seconds.get(name, 0.0) + entry[2] * share
+    return seconds
+
+
 def profiled(call, requests: int) -> dict:
     """A cProfile run of ``call``: {(file, line, name): (cc, nc, tt, ct, callers)}."""
     profiler = cProfile.Profile()
@@ -131,10 +212,9 @@ def profile_layers(call, requests: int) -> list[tuple[str, float]]:
     return result
 
 
-def route_layers(call, requests: int) -> dict[str, float | None]:
+def route_layers(stats: dict, requests: int) -> dict[str, float | None]:
     """Milliseconds per request in the handler, the middleware, DRF's dispatch and each of
-    ROUTE_LAYERS (None: the route never ran it)."""
-    stats = profiled(call, requests)
+    ROUTE_LAYERS (None: the route never ran it), from ``requests`` profiled requests."""
 
     def ms(suffix, name, combine="max"):
         seconds = cumulative(stats, suffix, name, combine)
@@ -147,6 +227,36 @@ def route_layers(call, requests: int) -> dict[str, float | None]:
     for label, suffix, name, combine in ROUTE_LAYERS:
         result[label] = ms(suffix, name, combine)
     return result
+
+
+@dataclass
+class Route:
+    """One hot route in process: unprofiled p50s (the request, what it waited on
+    PostgreSQL, the rest), its layers and its owners' milliseconds under cProfile."""
+    p50: float
+    sql_p50: float
+    outside_p50: float
+    layers: dict[str, float | None]
+    owners: dict[str, float]
+
+    def outside_shares(self) -> dict[str, float]:
+        """Each owner's share of the profiled time outside waiting on PostgreSQL."""
+        rest = {owner: ms for owner, ms in self.owners.items() if owner != OWNERS[0][0]}
+        total = sum(rest.values())
+        return {owner: ms / total for owner, ms in rest.items()}
+
+
+def timed_in_process(call, requests: int) -> tuple[list[float], list[float]]:
+    """Milliseconds of each of ``requests`` calls of ``call(i)``, and of each what it
+    waited on PostgreSQL (bench.common.DatabaseClock)."""
+    total, sql = [], []
+    for index in range(requests):
+        with DatabaseClock() as clock:
+            started = time.perf_counter()
+            call(index)
+            total.append((time.perf_counter() - started) * 1000)
+        sql.append(clock.seconds * 1000)
+    return total, sql
 
 
 def main() -> None:
@@ -266,20 +376,57 @@ def main() -> None:
         "share of the handler. `–`: the route does not run it.", "",
         "| layer | " + " | ".join(f"`{name}`" for name in names) + " |",
         "|---|" + "---|" * len(names),
-        "| p50 unprofiled (ms) | " + " | ".join(f"{routes[name][0]:.2f}" for name in names)
+        "| p50 unprofiled (ms) | " + " | ".join(f"{routes[name].p50:.2f}" for name in names)
         + " |",
     ]
-    for label in routes[names[0]][1]:
+    for label in routes[names[0]].layers:
         cells = []
         for name in names:
-            value, whole = routes[name][1][label], routes[name][1]["the whole handler"]
+            value, whole = routes[name].layers[label], routes[name].layers["the whole handler"]
             cells.append("–" if value is None else f"{value:.2f} ({100 * value / whole:.0f} %)")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += whose_table(routes, args.route_profile)
     output = Path(args.output)
     output.write_text("\n".join(lines) + "\n")
     print(output.read_text())
     raw.close()
     teardown(data_dir, args.keep_data)
+
+
+def whose_table(routes: dict[str, Route], requests: int) -> list[str]:
+    """The section "Whose time": each route's time outside its SQL, split by who spends it."""
+    names = list(routes)
+    owners = [owner for owner, _folders in OWNERS[1:]
+              if any(routes[name].owners.get(owner, 0) >= 0.005 for name in names)]
+    lines = [
+        "", "## Whose time: each route's time outside its SQL, by owner", "",
+        "The same requests, unprofiled: p50 of the request, of what it waited on PostgreSQL "
+        "(bench.common.DatabaseClock) and of the rest, per request. Then the rest split by "
+        f"who spends it, from {requests} more requests of each route, profiled (the table "
+        "above): each function's own "
+        "time (cProfile's tottime) goes to the package its file belongs to, the standard "
+        "library's and built-ins' to their callers; each owner's share of the profiled time "
+        "outside waiting, applied to the unprofiled p50 outside SQL (ms, then the share). "
+        "cProfile slows Python calls more than C, so the model's share (C) reads low and "
+        "the Python owners' shares compare with each other best. The test client's share "
+        "is this bench's in-process client: over HTTP a server does that work instead "
+        "(floor.md's first table: Django's empty view).", "",
+        "| | " + " | ".join(f"`{name}`" for name in names) + " |",
+        "|---|" + "---|" * len(names),
+        "| p50 in process (ms) | " + " | ".join(f"{routes[name].p50:.2f}" for name in names)
+        + " |",
+        "| p50 waiting on PostgreSQL | " + " | ".join(
+            f"{routes[name].sql_p50:.2f}" for name in names) + " |",
+        "| p50 outside SQL | " + " | ".join(
+            f"{routes[name].outside_p50:.2f}" for name in names) + " |",
+    ]
+    for owner in owners:
+        cells = []
+        for name in names:
+            share = routes[name].outside_shares().get(owner, 0.0)
+            cells.append(f"{share * routes[name].outside_p50:.2f} ({100 * share:.0f} %)")
+        lines.append(f"| {owner} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def client_cost(server, ids: list[str], headers: dict, n: int) -> dict:
@@ -332,7 +479,7 @@ def embed_at_random(mind) -> None:
     recount()
 
 
-def other_routes(client, requests: int) -> dict[str, tuple[float, dict]]:
+def other_routes(client, requests: int) -> dict[str, Route]:
     """Each hot route's unprofiled p50 and its layers (route_layers), in process."""
     keys = iter(range(10**9))
     calls = {
@@ -355,10 +502,17 @@ def other_routes(client, requests: int) -> dict[str, tuple[float, dict]]:
     for name, call in calls.items():
         for warm in range(20):
             call(warm)
-        stats = Stats(name, timed(lambda i, call=call: call(20 + i), requests))
-        result[name] = (stats.p50, route_layers(lambda i, call=call: call(20 + i), requests))
-        print(f"{name}: p50 {stats.p50:.2f} ms in process", flush=True)
+        total, sql = timed_in_process(lambda i, call=call: call(20 + i), requests)
+        stats = profiled(lambda i, call=call: call(20 + requests + i), requests)
+        result[name] = Route(
+            p50=Stats(name, total).p50, sql_p50=Stats(name, sql).p50,
+            outside_p50=Stats(name, [a - b for a, b in zip(total, sql, strict=True)]).p50,
+            layers=route_layers(stats, requests),
+            owners={owner: seconds * 1000 / requests
+                    for owner, seconds in whose_time(stats).items()})
+        print(f"{name}: p50 {result[name].p50:.2f} ms in process", flush=True)
     return result
+
 
 
 if __name__ == "__main__":
