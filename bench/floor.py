@@ -374,17 +374,15 @@ def main() -> None:
         "route's p50 unprofiled; then milliseconds per request in each layer under cProfile "
         "(cumulative: a layer includes what it calls, SQL included where it says so) and its "
         "share of the handler. `–`: the route does not run it.", "",
-        "| layer | " + " | ".join(f"`{name}`" for name in names) + " |",
-        "|---|" + "---|" * len(names),
-        "| p50 unprofiled (ms) | " + " | ".join(f"{routes[name].p50:.2f}" for name in names)
-        + " |",
+        *routes_header("layer", names),
+        table_row("p50 unprofiled (ms)", [f"{routes[name].p50:.2f}" for name in names]),
     ]
     for label in routes[names[0]].layers:
         cells = []
         for name in names:
             value, whole = routes[name].layers[label], routes[name].layers["the whole handler"]
             cells.append("–" if value is None else f"{value:.2f} ({100 * value / whole:.0f} %)")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append(table_row(label, cells))
     lines += whose_table(routes, args.route_profile)
     output = Path(args.output)
     output.write_text("\n".join(lines) + "\n")
@@ -411,22 +409,28 @@ def whose_table(routes: dict[str, Route], requests: int) -> list[str]:
         "the Python owners' shares compare with each other best. The test client's share "
         "is this bench's in-process client: over HTTP a server does that work instead "
         "(floor.md's first table: Django's empty view).", "",
-        "| | " + " | ".join(f"`{name}`" for name in names) + " |",
-        "|---|" + "---|" * len(names),
-        "| p50 in process (ms) | " + " | ".join(f"{routes[name].p50:.2f}" for name in names)
-        + " |",
-        "| p50 waiting on PostgreSQL | " + " | ".join(
-            f"{routes[name].sql_p50:.2f}" for name in names) + " |",
-        "| p50 outside SQL | " + " | ".join(
-            f"{routes[name].outside_p50:.2f}" for name in names) + " |",
+        *routes_header("", names),
+        table_row("p50 in process (ms)", [f"{routes[name].p50:.2f}" for name in names]),
+        table_row("p50 waiting on PostgreSQL",
+                  [f"{routes[name].sql_p50:.2f}" for name in names]),
+        table_row("p50 outside SQL", [f"{routes[name].outside_p50:.2f}" for name in names]),
     ]
     for owner in owners:
         cells = []
         for name in names:
             share = routes[name].outside_shares().get(owner, 0.0)
             cells.append(f"{share * routes[name].outside_p50:.2f} ({100 * share:.0f} %)")
-        lines.append(f"| {owner} | " + " | ".join(cells) + " |")
+        lines.append(table_row(owner, cells))
     return lines
+
+
+def routes_header(first: str, names: list[str]) -> list[str]:
+    """A Markdown table's head: ``first``, then a column per route."""
+    return [table_row(first, [f"`{name}`" for name in names]), "|---|" + "---|" * len(names)]
+
+
+def table_row(label: str, cells: list[str]) -> str:
+    return f"| {label} | " + " | ".join(cells) + " |"
 
 
 def client_cost(server, ids: list[str], headers: dict, n: int) -> dict:
