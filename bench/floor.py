@@ -484,7 +484,8 @@ def embed_at_random(mind) -> None:
 
 
 def other_routes(client, requests: int) -> dict[str, Route]:
-    """Each hot route's unprofiled p50 and its layers (route_layers), in process."""
+    """Each hot route in process: its unprofiled p50s, its layers (route_layers) and who
+    spends its time (whose_time), from ``requests`` requests timed and as many profiled."""
     keys = iter(range(10**9))
     calls = {
         "GET /memory?limit=50": lambda i: check(client.get("/memory?limit=50")),
@@ -516,7 +517,6 @@ def other_routes(client, requests: int) -> dict[str, Route]:
                     for owner, seconds in whose_time(stats).items()})
         print(f"{name}: p50 {result[name].p50:.2f} ms in process", flush=True)
     return result
-
 
 
 if __name__ == "__main__":
