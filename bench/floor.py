@@ -106,11 +106,12 @@ ROUTE_LAYERS = [
 # in proportion to each caller's share of their time, up the call graph; so a str.join in
 # the recall text is Synapse's, and psycopg's C wait, under psycopg's Connection.wait, is
 # PostgreSQL's.
+WAITING = "waiting on PostgreSQL"
 TEST_CLIENT = "the test client and the bench's loop (in process only)"
 DATABASE_LAYER = "Django's database layer (django/db: ORM, cursors, transactions)"
 OWNERS = [
     # (owner, the site-packages folders it holds)
-    ("waiting on PostgreSQL", ()),
+    (WAITING, ()),
     ("the model (onnxruntime, torch, tokenizers, numpy)",
      ("onnxruntime", "torch", "transformers", "sentence_transformers", "tokenizers", "numpy",
       "safetensors")),
@@ -132,7 +133,7 @@ def owner_of(file: str, function: str) -> str | None:
     if "site-packages/" in file:
         parts = file.split("site-packages/", 1)[1].split("/")
         if parts[0] == "psycopg" and parts[-1] == "connection.py" and function == "wait":
-            return OWNERS[0][0]
+            return WAITING
         if parts[0] == "django" and parts[1] == "db":
             return DATABASE_LAYER
         if parts[:2] in (["django", "test"], ["rest_framework", "test.py"]):
@@ -241,7 +242,7 @@ class Route:
 
     def outside_shares(self) -> dict[str, float]:
         """Each owner's share of the profiled time outside waiting on PostgreSQL."""
-        rest = {owner: ms for owner, ms in self.owners.items() if owner != OWNERS[0][0]}
+        rest = {owner: ms for owner, ms in self.owners.items() if owner != WAITING}
         total = sum(rest.values())
         return {owner: ms / total for owner, ms in rest.items()}
 
@@ -394,8 +395,8 @@ def main() -> None:
 def whose_table(routes: dict[str, Route], requests: int) -> list[str]:
     """The section "Whose time": each route's time outside its SQL, split by who spends it."""
     names = list(routes)
-    owners = [owner for owner, _folders in OWNERS[1:]
-              if any(routes[name].owners.get(owner, 0) >= 0.005 for name in names)]
+    owners = [owner for owner, _folders in OWNERS if owner != WAITING
+              and any(routes[name].owners.get(owner, 0) >= 0.005 for name in names)]
     lines = [
         "", "## Whose time: each route's time outside its SQL, by owner", "",
         "The same requests, unprofiled: p50 of the request, of what it waited on PostgreSQL "
