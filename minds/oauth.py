@@ -9,10 +9,12 @@ The views: minds.oauth_views; the design: docs/security.md, "OAuth".
 
 import hashlib
 import ipaddress
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from oauth2_provider.models import get_access_token_model
+from django.utils import timezone
+from oauth2_provider.models import get_access_token_model, get_application_model
 from oauth2_provider.oauth2_validators import OAuth2Validator
 
 from minds.models import OAuthConnection
@@ -97,6 +99,34 @@ def redirect_uri_problem(uri: str) -> str | None:
     if parts.username or parts.password:
         return f"{uri!r} must not carry user information."
     return None
+
+
+def approved_by_person(user, application) -> bool:
+    """Whether ``user`` approved ``application``: they hold a live, unrevoked
+    OAuthConnection for it (on any of their minds). Only such a client is sent an
+    authorization error without the person's action (minds.oauth_views.ConsentView)."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    return OAuthConnection.objects.usable().filter(approved_by=user,
+                                                   application=application).exists()
+
+
+# A registered client no person approved within this long is deleted (prune_unused_clients).
+UNUSED_CLIENT_LIFETIME = timedelta(days=1)
+
+
+def prune_unused_clients(now=None) -> int:
+    """Delete the clients registered anonymously (``/oauth/register``: no owning user)
+    more than a day ago that no person ever approved (no OAuthConnection, revoked or not,
+    was ever made for them): registration is open to anyone, so unused ones would pile up.
+    A client made in the admin (it has a user) is kept. Run by the worker now and then and
+    by ``manage.py prune_oauth_clients``; the number deleted."""
+    cutoff = (now or timezone.now()) - UNUSED_CLIENT_LIFETIME
+    unused = get_application_model().objects.filter(
+        user__isnull=True, created__lt=cutoff, synapse_connections__isnull=True)
+    Application = get_application_model()  # noqa: N806 (a model class)
+    _total, by_model = Application.objects.filter(pk__in=unused.values("pk")).delete()
+    return by_model.get(Application._meta.label, 0)
 
 
 def token_checksum(token: str) -> str:

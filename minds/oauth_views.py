@@ -2,13 +2,18 @@
 
 Synapse's own: the metadata documents (RFC 9728, RFC 8414), client registration
 (RFC 7591, on DOT's Application model) and the consent page (DOT's authorization view with
-Synapse's form: a mind, read or write, paths). DOT's own, unchanged: the token endpoint
-and revocation (RFC 7009), which answer in RFC 6749's error format, as the protocol says.
+Synapse's form: a mind, read or write, paths). DOT's own: the token endpoint (behind
+Synapse's rate limits) and revocation (RFC 7009), which answer in RFC 6749's error format,
+as the protocol says.
 """
 
-import json
+import base64
+import binascii
+import hashlib
+import io
+import math
 import time
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -19,11 +24,13 @@ from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
-from oauth2_provider.exceptions import OAuthToolkitError
+from oauth2_provider.exceptions import FatalClientError, OAuthToolkitError
 from oauth2_provider.http import OAuth2ResponseRedirect
 from oauth2_provider.models import get_application_model
 from oauth2_provider.views import AuthorizationView
+from oauth2_provider.views import TokenView as DOTTokenView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
+from rest_framework.exceptions import ParseError
 from rest_framework.throttling import BaseThrottle
 
 from minds.access import Action, minds_for
@@ -33,6 +40,7 @@ from minds.oauth import (
     GRANT_TYPES,
     SCOPES,
     TOKEN_ENDPOINT_AUTH_METHODS,
+    approved_by_person,
     authorization_server_metadata,
     is_loopback,
     protected_resource_metadata,
@@ -41,11 +49,13 @@ from minds.oauth import (
 from minds.services import connection_create
 from synapse.api import error_response
 from synapse.origin import public_origin
+from synapse.parsers import JSONParser
 from synapse.text import validate_single_line
 from synapse.throttling import spend
 
 CLIENT_NAME_MAX_LENGTH = 100
 MAX_REDIRECT_URIS = 10
+REDIRECT_URI_MAX_LENGTH = 2000
 
 
 def _public_document(request, document) -> HttpResponse:
@@ -104,6 +114,7 @@ class ConsentView(AuthorizationView):
     form_class = ConsentForm
 
     def get(self, request, *args, **kwargs):
+        self.consent = None
         try:
             _scopes, credentials = self.validate_authorization_request(request)
             application = get_application_model().objects.get(
@@ -114,7 +125,38 @@ class ConsentView(AuthorizationView):
             self._check(credentials, request.GET.getlist("resource"))
         except OAuthToolkitError as error:
             return self.error_response(error, application)
-        return super().get(request, *args, **kwargs)
+        try:
+            return super().get(request, *args, **kwargs)
+        except _ConsentNeeded:
+            # DOT's shortcuts past the page (``approval_prompt=auto`` after an earlier
+            # approval, an application marked ``skip_authorization``) would issue a code
+            # with no mind, access or paths picked: the person always picks them here.
+            return self.render_to_response(self.get_context_data(**self.oauth2_data))
+
+    def error_response(self, error, application, **kwargs):
+        """RFC 6749 §4.1.2.1 sends most errors back to the client's redirect URI. Without a
+        person's action that makes this endpoint an open redirector to any URI anyone
+        registered, so on a GET the error is sent back only to a client *approved by this
+        person* (minds.oauth.approved_by_person); for any other client the person sees the
+        error and the host it would send them to, with a link they may follow. Errors that
+        must never redirect (an unknown client, a redirect URI it did not register) keep
+        DOT's page; a POST is the person's own answer on the consent form."""
+        if self.request.method != "GET" or isinstance(error, FatalClientError):
+            return super().error_response(error, application, **kwargs)
+        oauthlib_error = error.oauthlib_error
+        client = application or get_application_model().objects.filter(
+            client_id=self.request.GET.get("client_id", "")).first()
+        if client is not None and approved_by_person(self.request.user, client):
+            return super().error_response(error, application, **kwargs)
+        target = oauthlib_error.redirect_uri or ""
+        separator = "&" if "?" in target else "?"
+        link = _with_iss(target + separator + oauthlib_error.urlencoded,
+                         public_origin(self.request))
+        return self.render_to_response({
+            "error": oauthlib_error, "error_redirect": link,
+            "error_redirect_host": urlsplit(link).hostname or "",
+            "client_name": (client.name or client.client_id) if client else "",
+        }, status=oauthlib_error.status_code)
 
     def _check(self, credentials, resources: list[str]) -> None:
         if credentials.get("code_challenge_method") != "S256":
@@ -158,6 +200,8 @@ class ConsentView(AuthorizationView):
     def create_authorization_response(self, request, scopes, credentials, allow):
         if not allow:
             return super().create_authorization_response(request, scopes, credentials, allow)
+        if getattr(self, "consent", None) is None:  # DOT approving alone (ConsentView.get)
+            raise _ConsentNeeded
         self._check(credentials, credentials.get("resource") or [])
         origin = public_origin(request)
         application = get_application_model().objects.get(client_id=credentials["client_id"])
@@ -184,8 +228,55 @@ class ConsentView(AuthorizationView):
                                       ["https", "http"] if loopback else ["https"])
 
 
-def _registration_ident(request) -> str:
+class _ConsentNeeded(Exception):  # noqa: N818 (a signal inside ConsentView, not an error)
+    """DOT tried to approve without the consent form (ConsentView.get)."""
+
+
+def _client_ident(request) -> str:
     return BaseThrottle().get_ident(request)
+
+
+def _wait(scope: str, ident: str) -> int | None:
+    """Whole seconds to wait before budget ``scope:ident`` allows a request (spending one
+    when it does: None); not limited when the scope has no rate."""
+    rate = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"].get(scope)
+    seconds = spend(f"{scope}:{ident}"[:200], rate) if rate else None
+    return None if seconds is None else max(1, math.ceil(seconds))
+
+
+def _presented_client_id(request) -> str:
+    """The client id a token request names: HTTP Basic's user (RFC 6749 §2.3.1, form-
+    encoded then base64) or the ``client_id`` field; "" when it names none."""
+    scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == "basic":
+        try:
+            user = base64.b64decode(value.strip(), validate=True).decode().partition(":")[0]
+        except (binascii.Error, UnicodeDecodeError):
+            user = ""
+        if user:
+            return unquote(user.replace("+", " "))
+    return request.POST.get("client_id", "")
+
+
+class TokenView(DOTTokenView):
+    """POST /oauth/token: DOT's token endpoint (authorization code and refresh token only:
+    ``OAUTH2_SERVER_CLASS``), rate-limited first per client address (``oauth_token``),
+    then per client id (``oauth_token_client``), before any code, token or secret is
+    looked at. A refusal is RFC 6749 §5.2's JSON error with 429 and ``Retry-After``."""
+
+    def post(self, request, *args, **kwargs):
+        wait = _wait("oauth_token", _client_ident(request))
+        if wait is None:
+            client_id = _presented_client_id(request)
+            digest = hashlib.sha256(client_id.encode()).hexdigest()[:32]
+            wait = _wait("oauth_token_client", digest) if client_id else None
+        if wait is not None:
+            response = JsonResponse({"error": "slow_down", "error_description": (
+                f"Too many token requests; try again in {wait} seconds.")}, status=429)
+            response["Retry-After"] = str(wait)
+            response["Cache-Control"] = "no-store"
+            return response
+        return super().post(request, *args, **kwargs)
 
 
 def _refuse(code: str, message: str, field: str | None = None, status: int = 400):
@@ -198,7 +289,8 @@ class RegisterView(View):
     """POST /oauth/register: dynamic client registration (RFC 7591), open to anyone, as
     MCP hosts need; rate-limited per client address (``oauth_register``).
 
-    Accepted: redirect URIs that are https, or http to a loopback address (at most 10);
+    Accepted: redirect URIs that are https, or http to a loopback address (at most 10, of
+    at most 2,000 characters each);
     a single-line ``client_name`` of at most 100 characters; grant types
     ``authorization_code`` (required) and ``refresh_token``; response type ``code``;
     ``token_endpoint_auth_method`` ``none`` (a public client, no secret),
@@ -214,16 +306,17 @@ class RegisterView(View):
                               headers={"Allow": "POST"})
 
     def post(self, request):
-        rate = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"].get("oauth_register")
-        wait = spend(f"oauth_register:{_registration_ident(request)}", rate) if rate else None
+        wait = _wait("oauth_register", _client_ident(request))
         if wait is not None:
             return error_response(429, "throttled", "Too many client registrations from "
                                   "this address; try again later.",
-                                  headers={"Retry-After": str(max(1, int(wait) + 1))})
+                                  headers={"Retry-After": str(wait)})
         try:
-            metadata = json.loads(request.body or b"null")
-        except (ValueError, UnicodeDecodeError):
-            return _refuse("invalid_client_metadata", "The body must be a JSON object.")
+            # The parser of every DRF route: deep nesting is a 400, never a RecursionError.
+            metadata = JSONParser().parse(io.BytesIO(request.body or b"null"))
+        except ParseError as error:
+            return _refuse("invalid_client_metadata", f"The body must be a JSON object "
+                           f"({error.detail}).")
         if not isinstance(metadata, dict):
             return _refuse("invalid_client_metadata", "The body must be a JSON object.")
         problem = self._problem(metadata)
@@ -242,6 +335,9 @@ class RegisterView(View):
             return ("invalid_redirect_uri", f"At most {MAX_REDIRECT_URIS} redirect_uris.",
                     "redirect_uris")
         for uri in uris:
+            if len(uri) > REDIRECT_URI_MAX_LENGTH:
+                return ("invalid_redirect_uri", f"Each redirect URI may be at most "
+                        f"{REDIRECT_URI_MAX_LENGTH} characters.", "redirect_uris")
             why = redirect_uri_problem(uri) if not any(c.isspace() for c in uri) else (
                 f"{uri!r} must not contain whitespace.")
             if why is not None:

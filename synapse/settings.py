@@ -349,6 +349,10 @@ REST_FRAMEWORK = {
         "password_reset": env_str("SYNAPSE_RATE_PASSWORD_RESET", "5/hour"),
         # OAuth client registrations (POST /oauth/register, open to anyone) per address.
         "oauth_register": env_str("SYNAPSE_RATE_OAUTH_REGISTER", "30/hour"),
+        # /oauth/token, per client address and per client id (minds.oauth_views.TokenView):
+        # a host exchanges a code once and refreshes about once an hour.
+        "oauth_token": env_str("SYNAPSE_RATE_OAUTH_TOKEN", "60/min"),
+        "oauth_token_client": env_str("SYNAPSE_RATE_OAUTH_TOKEN_CLIENT", "60/min"),
         # Invitations sent by one person (each may send mail; minds.invitations).
         "invite": env_str("SYNAPSE_RATE_INVITE", "30/hour"),
     },
@@ -445,6 +449,10 @@ OAUTH2_PROVIDER = {
     "ALLOW_LOCALHOST_LOOPBACK": True,
     "REQUEST_APPROVAL_PROMPT": "force",
     "OAUTH2_VALIDATOR_CLASS": "minds.oauth.SynapseOAuth2Validator",
+    # The authorization-code and refresh-token grants only (oauthlib's default Server
+    # carries the password and client-credentials grants too, and its password grant checks
+    # the password before it refuses the client: a password oracle without sign-in limits).
+    "OAUTH2_SERVER_CLASS": "oauthlib.oauth2.WebApplicationServer",
     # RFC 9700 (OAuth 2.0 Security BCP), all enforced: no implicit or password grant, no
     # "plain" PKCE, no token in a query string, tokens stored hashed, ``iss`` sent.
     "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,

@@ -3,18 +3,21 @@ registration, the consent page, the token endpoint, and what an OAuth token may 
 REST API (exactly what a Mind Key of the same scope and paths may). The live flow with the
 MCP SDK: tests/synapse_client/test_oauth_e2e.py."""
 
+import io
 import json
+from datetime import timedelta
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application
 
 from memories.models import AuditEvent, Memory
 from minds.models import OAuthConnection
 from minds.oauth import token_checksum
 from minds.services import mind_create
-from tests.conftest import key_client, make_user, session_client
+from tests.conftest import PASSWORD, key_client, make_user, session_client
 from tests.minds.oauth_flow import (
     ORIGIN,
     REDIRECT_URI,
@@ -446,3 +449,225 @@ def test_the_admin_lists_connections_and_revokes_them(staff, owner, alice_mind):
         "action": "revoke_connections", "_selected_action": [connection.id], "index": 0})
     connection.refresh_from_db()
     assert connection.revoked_at is not None
+
+
+# -- Hardening, round 3 (issue 36) ----------------------------------------------------------
+
+
+def token_request(data: dict, **extra):
+    return Client().post("/oauth/token", urlencode(data),
+                         content_type="application/x-www-form-urlencoded", **extra)
+
+
+def with_rates(settings, **rates):
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {
+        **settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], **rates}}
+
+
+@pytest.mark.parametrize("grant", [
+    {"grant_type": "password", "username": "alice"},
+    {"grant_type": "client_credentials"},
+])
+def test_the_token_endpoint_never_checks_a_password(alice, monkeypatch, grant):
+    """Finding 1: oauthlib's default Server carried the password grant, which checked the
+    password before refusing the client (invalid_grant for a wrong one, unauthorized_client
+    for the right one): an oracle without the sign-in limits. Only the code and refresh
+    grants are carried now, so the answer is the same and no password is looked at."""
+    import oauth2_provider.oauth2_validators as validators
+
+    def no_password_check(*args, **kwargs):
+        raise AssertionError("the token endpoint checked a password")
+
+    monkeypatch.setattr(validators, "authenticate", no_password_check)
+    client_id = register().json()["client_id"]
+    answers = [token_request({**grant, "client_id": client_id, "password": password})
+               for password in (PASSWORD, "wrong password")]
+    assert [answer.status_code for answer in answers] == [400, 400]
+    assert answers[0].json() == answers[1].json() == {"error": "unsupported_grant_type"}
+
+
+def test_the_token_endpoint_is_rate_limited_per_address(settings):
+    with_rates(settings, oauth_token="3/min")
+    client_ids = [register().json()["client_id"] for _ in range(4)]
+    answers = [token_request({"grant_type": "authorization_code", "code": "guess",
+                              "client_id": client_id, "redirect_uri": REDIRECT_URI})
+               for client_id in client_ids]
+    assert [answer.status_code for answer in answers] == [400, 400, 400, 429]
+    refused = answers[-1]
+    assert int(refused["Retry-After"]) >= 1
+    assert refused["Cache-Control"] == "no-store"
+    assert refused["Content-Type"] == "application/json"
+    body = refused.json()
+    assert body["error"] == "slow_down" and "Too many token requests" in body[
+        "error_description"]
+    # Another address keeps its own budget.
+    other = token_request({"grant_type": "authorization_code", "code": "guess",
+                           "client_id": client_ids[0], "redirect_uri": REDIRECT_URI},
+                          REMOTE_ADDR="10.9.9.9")
+    assert other.status_code == 400
+
+
+def test_the_token_endpoint_is_rate_limited_per_client_id(settings):
+    """Per client id, whichever way the client names itself (form field or HTTP Basic),
+    from any number of addresses."""
+    import base64
+
+    with_rates(settings, oauth_token_client="2/min")
+    client_id = register().json()["client_id"]
+    basic = base64.b64encode(f"{client_id}:not-the-secret".encode()).decode()
+    answers = [
+        token_request({"grant_type": "refresh_token", "refresh_token": "guess",
+                       "client_id": client_id}, REMOTE_ADDR="10.0.0.1"),
+        token_request({"grant_type": "refresh_token", "refresh_token": "guess"},
+                      REMOTE_ADDR="10.0.0.2", HTTP_AUTHORIZATION=f"Basic {basic}"),
+        token_request({"grant_type": "refresh_token", "refresh_token": "guess",
+                       "client_id": client_id}, REMOTE_ADDR="10.0.0.3"),
+    ]
+    assert [answer.status_code for answer in answers][-1] == 429
+    assert [answer.status_code for answer in answers][:2] != [429, 429]
+    assert answers[-1].json()["error"] == "slow_down"
+    another = register().json()["client_id"]
+    assert token_request({"grant_type": "refresh_token", "refresh_token": "guess",
+                          "client_id": another}, REMOTE_ADDR="10.0.0.4").status_code == 400
+
+
+EVIL_REDIRECT = "https://evil.example/cb"
+
+
+def evil_consent(client_id: str, **params) -> str:
+    query = authorize_params(client_id, pkce_pair()[1], redirect_uri=EVIL_REDIRECT)
+    query.update(params)
+    return "/oauth/authorize?" + urlencode({k: v for k, v in query.items() if v is not None})
+
+
+@pytest.mark.parametrize("params", [
+    {"code_challenge": None, "code_challenge_method": None},  # no PKCE
+    {"code_challenge_method": "plain"},
+    {"scope": "memory:read admin"},  # an unknown scope
+])
+def test_an_authorization_error_is_shown_not_redirected_for_a_client_never_approved(
+        owner, alice_mind, params):
+    """Finding 3: anyone may register https://evil.example/cb; an error answered with a 302
+    to it made /oauth/authorize an open redirector. The person sees the error, the host it
+    would send them to, and a link they may follow."""
+    client_id = register(redirect_uris=[EVIL_REDIRECT]).json()["client_id"]
+    page = owner.get(evil_consent(client_id, **params))
+    assert page.status_code == 400
+    text = page.content.decode()
+    assert "evil.example" in text
+    link = page.context["error_redirect"]
+    assert link.startswith(EVIL_REDIRECT + "?") and "error=" in link and "iss=" in link
+    assert 'href="' + link.replace("&", "&amp;") + '"' in text
+
+
+def test_a_signed_out_person_is_asked_to_sign_in_before_any_redirect(alice_mind):
+    client_id = register(redirect_uris=[EVIL_REDIRECT]).json()["client_id"]
+    response = Client().get(evil_consent(client_id, code_challenge=None,
+                                         code_challenge_method=None))
+    assert response.status_code == 302
+    assert response["Location"].startswith("/ui/login?next=/oauth/authorize")
+
+
+def test_an_authorization_error_still_redirects_to_a_client_this_person_approved(
+        owner, alice, alice_mind, bob):
+    client_id = register(redirect_uris=[EVIL_REDIRECT]).json()["client_id"]
+    # Another person's approval does not count.
+    bob_mind = mind_create(owner=bob, name="Bob's")
+    approve(session_client(bob), client_id, bob_mind, redirect_uri=EVIL_REDIRECT)
+    assert owner.get(evil_consent(client_id, code_challenge=None,
+                                  code_challenge_method=None)).status_code == 400
+    approve(owner, client_id, alice_mind, redirect_uri=EVIL_REDIRECT)
+    redirected = owner.get(evil_consent(client_id, code_challenge=None,
+                                        code_challenge_method=None))
+    assert redirected.status_code == 302
+    query = parse_qs(urlsplit(redirected["Location"]).query)
+    assert redirected["Location"].startswith(EVIL_REDIRECT)
+    assert query["error"] == ["invalid_request"] and query["iss"] == [ORIGIN]
+    # Revoked, the approval no longer counts.
+    OAuthConnection.objects.filter(approved_by=alice).update(revoked_at=timezone.now())
+    assert owner.get(evil_consent(client_id, code_challenge=None,
+                                  code_challenge_method=None)).status_code == 400
+
+
+def test_an_unregistered_redirect_uri_is_never_followed(owner, alice_mind):
+    client_id = register().json()["client_id"]
+    page = owner.get(evil_consent(client_id))
+    assert page.status_code == 400 and "error_redirect" not in page.context
+
+
+@pytest.mark.parametrize("prompt", ["auto", "force", "none", "bogus"])
+def test_approval_prompt_always_shows_the_consent_page(owner, alice_mind, prompt):
+    """Finding 8: approval_prompt=auto took DOT's auto-approve path after a first
+    approval and answered 500. The consent page is shown whatever it says."""
+    client_id = register().json()["client_id"]
+    connect(owner, alice_mind, client_id=client_id)
+    page = owner.get(consent_url(client_id, approval_prompt=prompt))
+    assert page.status_code == 200
+    assert page.context["form"].fields["mind"].choices
+    assert OAuthConnection.objects.count() == 1
+
+
+def test_a_client_marked_skip_authorization_still_shows_the_consent_page(owner, alice_mind):
+    client_id = register().json()["client_id"]
+    Application.objects.filter(client_id=client_id).update(skip_authorization=True)
+    page = owner.get(consent_url(client_id))
+    assert page.status_code == 200 and "form" in page.context
+    assert not OAuthConnection.objects.exists()
+
+
+@pytest.mark.parametrize("body", [
+    b"[" * 100_000,
+    b'{"a":' * 50_000,
+    json.dumps({"redirect_uris": [REDIRECT_URI], "deep": [[[[[[[[[[[[]]]]]]]]]]]]})
+    .replace("[[", "[" * 60 + "[").replace("]]", "]" * 60 + "]").encode(),
+])
+def test_registration_parses_json_like_every_other_route(body):
+    """Finding 6: json.loads raised RecursionError on deep nesting: a 500."""
+    before = Application.objects.count()
+    response = Client().post("/oauth/register", body, content_type="application/json")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid_client_metadata"
+    assert "nested" in error["message"] or "JSON" in error["message"]
+    assert Application.objects.count() == before
+
+
+def test_registration_bounds_each_redirect_uri():
+    """Finding 7: one registration stored 4.8 MB of redirect URIs."""
+    long_uri = "https://host.example/" + "a" * 2_000
+    response = register(redirect_uris=[long_uri])
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert (error["code"], list(error["fields"])) == ("invalid_redirect_uri",
+                                                      ["redirect_uris"])
+    assert "2000 characters" in error["message"]
+    fits = "https://host.example/" + "a" * (2_000 - len("https://host.example/"))
+    assert register(redirect_uris=[fits]).status_code == 201
+
+
+def test_clients_that_never_completed_an_authorization_are_pruned_after_a_day(
+        owner, alice, alice_mind):
+    from django.core.management import call_command
+
+    day_old = timezone.now() - timedelta(days=1, minutes=1)
+    stale = register().json()["client_id"]
+    fresh = register().json()["client_id"]
+    used = register().json()["client_id"]
+    connect(owner, alice_mind, client_id=used)
+    revoked = register().json()["client_id"]
+    connect(owner, alice_mind, client_id=revoked)
+    OAuthConnection.objects.filter(application__client_id=revoked).update(
+        revoked_at=timezone.now())
+    pending = register().json()["client_id"]  # a code issued, never exchanged
+    approve(owner, pending, alice_mind)
+    hand_made = Application.objects.create(
+        name="Made in the admin", user=alice, redirect_uris=REDIRECT_URI,
+        client_type=Application.CLIENT_PUBLIC,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE)
+    Application.objects.exclude(client_id=fresh).update(created=day_old)
+    out = io.StringIO()
+    call_command("prune_oauth_clients", stdout=out)
+    left = set(Application.objects.values_list("client_id", flat=True))
+    assert left == {fresh, used, revoked, pending, hand_made.client_id}
+    assert stale not in left
+    assert out.getvalue().startswith("1 unused OAuth clients deleted")
