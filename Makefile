@@ -80,7 +80,7 @@ properties: install
 FUZZ_EXAMPLES ?= 25
 fuzz: install
 	SYNAPSE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/security/test_fuzz.py \
-		-q -s
+		tests/security/test_fuzz_oauth.py -q -s
 
 # The TypeScript client alone: install, build, its Node tests (the live ones need
 # SYNAPSE_URL and SYNAPSE_MIND_KEY; make test runs them against a server it starts).

@@ -28,6 +28,7 @@ from oauth2_provider.exceptions import FatalClientError, OAuthToolkitError
 from oauth2_provider.http import OAuth2ResponseRedirect
 from oauth2_provider.models import get_application_model
 from oauth2_provider.views import AuthorizationView
+from oauth2_provider.views import RevokeTokenView as DOTRevokeTokenView
 from oauth2_provider.views import TokenView as DOTTokenView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 from rest_framework.exceptions import ParseError
@@ -244,27 +245,60 @@ def _wait(scope: str, ident: str) -> int | None:
     return None if seconds is None else max(1, math.ceil(seconds))
 
 
-def _presented_client_id(request) -> str:
-    """The client id a token request names: HTTP Basic's user (RFC 6749 §2.3.1, form-
-    encoded then base64) or the ``client_id`` field; "" when it names none."""
+def _basic_credentials(request) -> tuple[str, str] | None:
+    """HTTP Basic's (client id, secret) of a token or revocation request (RFC 6749 §2.3.1:
+    each form-encoded, then base64), or None without (or with unreadable) Basic."""
     scheme, _, value = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() == "basic":
-        try:
-            user = base64.b64decode(value.strip(), validate=True).decode().partition(":")[0]
-        except (binascii.Error, UnicodeDecodeError):
-            user = ""
-        if user:
-            return unquote(user.replace("+", " "))
-    return request.POST.get("client_id", "")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        decoded = base64.b64decode(value.strip(), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    user, _, secret = decoded.partition(":")
+    return unquote(user.replace("+", " ")), unquote(secret.replace("+", " "))
+
+
+def _presented_client_id(request) -> str:
+    """The client id a token request names: HTTP Basic's user or the ``client_id`` field;
+    "" when it names none."""
+    basic = _basic_credentials(request)
+    return basic[0] if basic and basic[0] else request.POST.get("client_id", "")
+
+
+def _nul_refusal(request) -> JsonResponse | None:
+    """RFC 6749's ``invalid_request`` for a form field or Basic credential holding a NUL
+    byte, which PostgreSQL text cannot hold (DOT would look it up and answer 500); None
+    when there is none. The query string is checked for every route by the middleware."""
+    values = [*request.POST.keys(), *(v for vs in request.POST.lists() for v in vs[1]),
+              *(_basic_credentials(request) or ())]
+    if not any("\x00" in value for value in values):
+        return None
+    response = JsonResponse({"error": "invalid_request",
+                             "error_description": "The request contains a NUL byte."},
+                            status=400)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+class RevokeTokenView(DOTRevokeTokenView):
+    """POST /oauth/revoke: DOT's (RFC 7009), refusing a NUL byte first (_nul_refusal)."""
+
+    def post(self, request, *args, **kwargs):
+        return _nul_refusal(request) or super().post(request, *args, **kwargs)
 
 
 class TokenView(DOTTokenView):
     """POST /oauth/token: DOT's token endpoint (authorization code and refresh token only:
     ``OAUTH2_SERVER_CLASS``), rate-limited first per client address (``oauth_token``),
     then per client id (``oauth_token_client``), before any code, token or secret is
-    looked at. A refusal is RFC 6749 §5.2's JSON error with 429 and ``Retry-After``."""
+    looked at. A refusal is RFC 6749 §5.2's JSON error with 429 and ``Retry-After``; a NUL
+    byte in the request is ``invalid_request`` (_nul_refusal)."""
 
     def post(self, request, *args, **kwargs):
+        refused = _nul_refusal(request)
+        if refused is not None:
+            return refused
         wait = _wait("oauth_token", _client_ident(request))
         if wait is None:
             client_id = _presented_client_id(request)

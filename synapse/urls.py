@@ -4,7 +4,6 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from oauth2_provider.views import RevokeTokenView
 
 from minds import oauth_views
 from synapse.agent_config_api import AgentConfigurationView
@@ -31,7 +30,7 @@ urlpatterns = [
     path("oauth/authorize", oauth_views.ConsentView.as_view(), name="oauth-authorize"),
     path("oauth/token", oauth_views.TokenView.as_view(), name="oauth-token"),
     path("oauth/register", oauth_views.RegisterView.as_view(), name="oauth-register"),
-    path("oauth/revoke", RevokeTokenView.as_view(), name="oauth-revoke"),
+    path("oauth/revoke", oauth_views.RevokeTokenView.as_view(), name="oauth-revoke"),
     # Reached only where Django serves /mcp itself: a gthread (WSGI) node; on the default
     # server synapse.asgi hands /mcp to MCP before Django sees it.
     path("mcp", mcp_not_served),

@@ -671,3 +671,24 @@ def test_clients_that_never_completed_an_authorization_are_pruned_after_a_day(
     assert left == {fresh, used, revoked, pending, hand_made.client_id}
     assert stale not in left
     assert out.getvalue().startswith("1 unused OAuth clients deleted")
+
+
+@pytest.mark.parametrize("path", ["/oauth/token", "/oauth/revoke"])
+def test_a_nul_byte_in_basic_credentials_or_the_form_is_invalid_request(path):
+    """PostgreSQL text cannot hold NUL: DOT looked such a client id or code up and answered
+    500 (found by tests/security/test_fuzz_oauth.py)."""
+    import base64
+
+    basic = base64.b64encode(b"a\x00b:secret").decode()
+    answers = [
+        Client().post(path, urlencode({"grant_type": "refresh_token", "token": "t",
+                                       "refresh_token": "t"}),
+                      content_type="application/x-www-form-urlencoded",
+                      HTTP_AUTHORIZATION=f"Basic {basic}"),
+        Client().post(path, urlencode({"grant_type": "authorization_code", "code": "a\x00",
+                                       "token": "a\x00", "client_id": "c"}),
+                      content_type="application/x-www-form-urlencoded"),
+    ]
+    for answer in answers:
+        assert answer.status_code == 400
+        assert answer.json()["error"] == "invalid_request"
