@@ -7,6 +7,37 @@ import os
 from uvicorn_worker import UvicornWorker
 
 
+def _num_proxies() -> int:
+    """``SYNAPSE_NUM_PROXIES``, read as synapse.settings reads it (REST_FRAMEWORK's
+    ``NUM_PROXIES``, which the rate limits' client address follows)."""
+    raw = os.environ.get("SYNAPSE_NUM_PROXIES") or "0"
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SystemExit(f"SYNAPSE_NUM_PROXIES must be a whole number, not {raw!r}.") from None
+    if value < 0:
+        raise SystemExit(f"SYNAPSE_NUM_PROXIES must be 0 or more, not {value}.")
+    return value
+
+
+# The client address (security finding 9; docs/security.md, "The client address"). One
+# setting decides who may tell us a client's address: SYNAPSE_NUM_PROXIES. The rate limits
+# read it through DRF (the N-th X-Forwarded-For entry from the right, REMOTE_ADDR with 0).
+# With 0 nothing in front of Synapse may rewrite the address either: uvicorn's proxy-headers
+# middleware (on by default, trusting FORWARDED_ALLOW_IPS, 127.0.0.1 when unset) would set
+# REMOTE_ADDR from a loopback client's own X-Forwarded-For, a new budget per request. So
+# with 0, gunicorn trusts no forwarder (whatever FORWARDED_ALLOW_IPS says; uvicorn_worker
+# passes gunicorn's list to uvicorn) and the uvicorn worker runs without proxy headers.
+# With N > 0, FORWARDED_ALLOW_IPS names the proxies (gunicorn's setting, from the
+# environment or --forwarded-allow-ips), and uvicorn sets REMOTE_ADDR to the first entry
+# from the right that is not one of them: with every proxy named, the address DRF picks.
+# Nothing is counted twice: uvicorn rewrites REMOTE_ADDR only from an X-Forwarded-For it
+# leaves in place, and DRF, given one, reads the header and not REMOTE_ADDR.
+NUM_PROXIES = _num_proxies()
+if NUM_PROXIES == 0:
+    forwarded_allow_ips = ""
+
+
 class SynapseWorker(UvicornWorker):
     """uvicorn's (ASGI) worker: ``synapse.asgi`` serves ``/mcp`` beside Django, which runs on
     a pool of ``SYNAPSE_THREADS`` threads per worker (see synapse/asgi.py)."""
@@ -14,8 +45,12 @@ class SynapseWorker(UvicornWorker):
     # uvicorn's own access log is off because its lines carry the query string (where a
     # ``?key=mk_…`` or private search text may be); synapse.asgi logs one line per request
     # with the path only, and Django's LOGGING (with the redaction filter) handles every
-    # logger.
-    CONFIG_KWARGS = {**UvicornWorker.CONFIG_KWARGS, "access_log": False, "lifespan": "on"}
+    # logger. CONFIG_KWARGS are applied last, over what uvicorn_worker takes from gunicorn's
+    # settings: with no proxy, no forwarded header is believed, a command line's
+    # --forwarded-allow-ips notwithstanding (see NUM_PROXIES above).
+    CONFIG_KWARGS = {**UvicornWorker.CONFIG_KWARGS, "access_log": False, "lifespan": "on",
+                     **({"proxy_headers": False, "forwarded_allow_ips": []}
+                        if NUM_PROXIES == 0 else {})}
 
 
 WORKER_CLASSES = ("uvicorn", "gthread")

@@ -328,6 +328,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "synapse.api.exception_handler",
     # Throttles key on REMOTE_ADDR unless the operator says how many proxies add
     # X-Forwarded-For (a client-supplied header must not choose its own throttle bucket).
+    # synapse/gunicorn_conf.py reads the same variable: with 0, uvicorn does not rewrite
+    # REMOTE_ADDR from the header either (security finding 9).
     "NUM_PROXIES": env_int("SYNAPSE_NUM_PROXIES", 0),
     "UNAUTHENTICATED_USER": None,
     # Per Mind Key / per user / per client address, by scope (synapse.throttling).
