@@ -308,3 +308,22 @@ class OAuthConnection(models.Model):
     @property
     def can_write(self) -> bool:
         return self.WRITE in self.scopes
+
+
+class QueuedResetMail(models.Model):
+    """A password-reset mail to send (minds.passwords): the request only adds this row, and
+    the embedding worker (or ``manage.py send_queued_mail``) builds the link and mails it,
+    so an address with an account is answered as fast as one without. Never the link or its
+    token: who, the address asked for (re-checked at send time), when, and in development
+    the origin the request was made on (synapse.origin.link_origin). One per account."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                related_name="+")
+    email = models.EmailField(max_length=254)
+    origin = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    send_after = models.DateTimeField(default=timezone.now, db_index=True)
+
+    def __str__(self) -> str:
+        return f"reset mail for user {self.user_id}"

@@ -50,7 +50,7 @@ from minds.services import (
     minds_with_counts,
 )
 from synapse.agent_config import KEY_PLACEHOLDER, MCP_PATH, MIND_KEY, hosts, with_key
-from synapse.origin import public_origin, public_url
+from synapse.origin import link_origin, public_origin, public_url
 from synapse.throttling import ScopeRateThrottle
 
 
@@ -307,7 +307,7 @@ class MembersView(MindView):
         try:
             invited = invitations.invite(mind=self.mind, actor=request.user,
                                          role=form.cleaned_data["role"],
-                                         origin=public_origin(request),
+                                         origin=link_origin(request),
                                          **form.cleaned_data["invitee"])
         except invitations.InvitationRefused as refused:
             form.add_error("invitee", str(refused))

@@ -114,11 +114,19 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [] if PRODUCTION else ["127.0.0.1", "l
                                                                    "testserver", "[::1]"])
 if PRODUCTION and not ALLOWED_HOSTS:
     raise ImproperlyConfigured("ALLOWED_HOSTS must be set in production")
+if PRODUCTION and "*" in ALLOWED_HOSTS:
+    # Any Host header would be served: the server's own names are what it answers to.
+    raise ImproperlyConfigured("ALLOWED_HOSTS=* is refused with SYNAPSE_PRODUCTION=true: list "
+                               "the host names this server is reached at "
+                               "(synapse.example.com).")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 # The origin agents and OAuth clients reach this server at (https://synapse.example.com):
 # the resource its OAuth tokens are issued for and the base of every URL it hands out
-# (synapse.origin). Unset, each request's own scheme and Host (fine on one host name).
+# (synapse.origin). Unset, each request's own scheme and Host (fine on one host name) —
+# except for the links handed to people (password-reset and invitation mail, the invitation
+# link), which in production are built on it alone (synapse.origin.link_origin): required
+# there with EMAIL_HOST (below).
 PUBLIC_URL = (env_str("SYNAPSE_PUBLIC_URL", "") or "").rstrip("/")
 if PUBLIC_URL:
     from urllib.parse import urlsplit
@@ -387,6 +395,12 @@ SPECTACULAR_SETTINGS = {
 # console in development. In production without EMAIL_HOST nothing is sent: reset links are
 # secrets and never go to a log (minds.mail.mail_configured).
 EMAIL_HOST = env_str("EMAIL_HOST", "") or ""
+if PRODUCTION and EMAIL_HOST and not PUBLIC_URL:
+    # A mailed link built on the request's Host would send a reset token wherever a
+    # stranger's Host header points.
+    raise ImproperlyConfigured(
+        "SYNAPSE_PUBLIC_URL must be set in production when EMAIL_HOST is: the links mailed "
+        "(password resets, invitations) are built on it, never on the request's Host.")
 EMAIL_BACKEND = ("django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
                  else "django.core.mail.backends.console.EmailBackend")
 EMAIL_PORT = env_int("EMAIL_PORT", 587)

@@ -370,7 +370,9 @@ class InvitationSerializer(serializers.ModelSerializer):
 class InvitedSerializer(InvitationSerializer):
     link = serializers.CharField(read_only=True, help_text="The invitation's link, shown "
                                  "this once (only a hash of its token is stored): hand it "
-                                 "to the invitee if it was not mailed.")
+                                 "to the invitee if it was not mailed. On SYNAPSE_PUBLIC_URL "
+                                 "(in development without it, the request's origin); in "
+                                 "production without it, the path alone, on this server.")
     emailed = serializers.BooleanField(read_only=True, help_text="Whether the link was "
                                        "mailed to the invitee.")
 

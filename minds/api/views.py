@@ -73,7 +73,7 @@ from synapse.api import (
     error_responses,
 )
 from synapse.api.views import mind_action
-from synapse.origin import public_origin
+from synapse.origin import link_origin
 from synapse.throttling import LoginAttemptThrottle, ScopeRateThrottle
 
 REALM = 'Bearer realm="synapse"'
@@ -603,7 +603,7 @@ class MindInvitationViewSet(HumanViewSet):
         serializer.is_valid(raise_exception=True)
         with refusals():
             invited = invitations.invite(mind=mind, actor=request.user,
-                                         origin=public_origin(request),
+                                         origin=link_origin(request),
                                          **serializer.validated_data)
         invitation = invited.invitation
         invitation.link, invitation.emailed = invited.link, invited.emailed

@@ -167,3 +167,22 @@ def test_the_worker_command_applies_its_limits(model, settings, remember, caplog
                if record.getMessage().startswith("embedding worker at niceness")]
     assert len(started) == 1 and "with 1 model threads" in started[0], started
     assert not Memory.objects.filter(embedding_pending=True).exists()
+
+
+@pytest.mark.django_db(transaction=True)  # the command manages its own connections
+def test_the_worker_deletes_oauth_clients_nobody_approved_in_a_day(model, same_cpu):
+    from datetime import timedelta
+
+    from oauth2_provider.models import Application
+
+    def client(name: str) -> Application:
+        return Application.objects.create(
+            name=name, redirect_uris="http://127.0.0.1:9/cb",
+            client_type=Application.CLIENT_PUBLIC,
+            authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE)
+
+    stale, fresh = client("stale"), client("fresh")
+    Application.objects.filter(pk=stale.pk).update(
+        created=timezone.now() - timedelta(days=2))
+    call_command("embed_worker", "--once", stdout=StringIO())
+    assert list(Application.objects.values_list("name", flat=True)) == [fresh.name]

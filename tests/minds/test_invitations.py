@@ -188,6 +188,31 @@ def test_inviting_again_renews_the_open_invitation_with_a_new_link(settings, ali
     assert [event.details["refreshed"] for event in details] == [False, True]
 
 
+def test_in_production_the_link_in_the_answer_never_comes_from_the_host_header(
+        settings, alice_mind, human, bob):
+    # As with ALLOWED_HOSTS=* (which production now refuses): a stranger's Host gets in.
+    settings.PRODUCTION, settings.EMAIL_HOST, settings.ALLOWED_HOSTS = True, "", ["*"]
+    settings.PUBLIC_URL = "https://synapse.example.com"
+    answer = human.post(f"/minds/{alice_mind.id}/invitations",
+                        {"username": "bob", "role": "viewer"}, format="json",
+                        HTTP_HOST="evil.example")
+    assert answer.status_code == 201, answer.content
+    assert answer.json()["link"].startswith("https://synapse.example.com/ui/invitations/inv_")
+    # Without SYNAPSE_PUBLIC_URL (and so without mail): the path alone, on this server.
+    settings.PUBLIC_URL = ""
+    again = human.post(f"/minds/{alice_mind.id}/invitations",
+                       {"username": "bob", "role": "viewer"}, format="json",
+                       HTTP_HOST="evil.example").json()
+    assert again["link"].startswith("/ui/invitations/inv_") and again["emailed"] is False
+
+
+def test_in_development_the_link_is_on_the_request_origin(alice_mind, human):
+    answer = human.post(f"/minds/{alice_mind.id}/invitations",
+                        {"email": "dana@example.com", "role": "viewer"}, format="json",
+                        HTTP_HOST="localhost:8000").json()
+    assert answer["link"].startswith("http://localhost:8000/ui/invitations/inv_")
+
+
 def test_who_may_not_be_invited(alice_mind, human, bob):
     member_add(mind=alice_mind, user=bob, role=Role.VIEWER)
     cases = [({"username": "bob", "role": "editor"}, "bob is already a member of this mind."),

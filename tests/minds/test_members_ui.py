@@ -37,8 +37,23 @@ def test_an_owner_invites_by_email_and_sees_the_link_once(smtp, owner, alice_min
 
 def test_without_mail_the_owner_gets_the_link_to_hand_over(settings, owner, members_page):
     settings.PRODUCTION, settings.EMAIL_HOST = True, ""
+    settings.PUBLIC_URL = "https://synapse.example.com"
     page = text(owner.post(members_page, {"invitee": "dana@example.com", "role": "viewer"}))
-    assert "It was not mailed" in page and LINK.search(page)
+    assert "It was not mailed" in page
+    assert LINK.search(page).group(1).startswith("https://synapse.example.com/ui/invitations/")
+
+
+def test_in_production_the_page_never_builds_the_link_on_the_host_header(
+        settings, owner, members_page):
+    settings.PRODUCTION, settings.EMAIL_HOST, settings.ALLOWED_HOSTS = True, "", ["*"]
+    settings.PUBLIC_URL = ""
+    page = owner.post(members_page, {"invitee": "dana@example.com", "role": "viewer"},
+                      HTTP_HOST="evil.example")
+    assert page.status_code == 200
+    assert "evil.example" not in page.content.decode()
+    shown = re.search(r'id="invitation-link"[^>]*value="([^"]+)"', page.content.decode())
+    assert shown.group(1).startswith("/ui/invitations/inv_")
+    assert "SYNAPSE_PUBLIC_URL" in text(page)
 
 
 def test_the_invite_form_says_what_is_wrong(owner, alice_mind, members_page, bob):

@@ -1,16 +1,44 @@
 """Password reset by e-mail (through a real SMTP server) and password change, in the web UI
-and the API: every other sign-in ends, Mind Keys keep working (minds.passwords)."""
+and the API: every other sign-in ends, Mind Keys keep working (minds.passwords). A reset
+request only queues the mail (``QueuedResetMail``); ``drain`` sends it, as the embedding
+worker does."""
 
+import io
+import logging
 import re
+import smtplib
+from datetime import timedelta
 
+from django.core.management import call_command
 from django.test import Client
+from django.utils import timezone
 from rest_framework.test import APIClient
 
+from minds.models import QueuedResetMail
 from tests.conftest import PASSWORD, key_client
 from tests.minds.test_auth_api import assert_error, login
 
 NEW_PASSWORD = "a quite different passphrase 42"
 LINK = re.compile(r"(https?://\S+/ui/password-reset/([^/\s]+)/([^/\s]+))")
+
+
+def drain() -> str:
+    """Send the queued reset mail without the worker (``manage.py send_queued_mail``)."""
+    out = io.StringIO()
+    call_command("send_queued_mail", stdout=out)
+    return out.getvalue()
+
+
+def refuse_smtp(monkeypatch) -> list:
+    """Make every SMTP connection fail, and note each one tried."""
+    tried = []
+
+    def connect(self, *args, **kwargs):
+        tried.append(args)
+        raise smtplib.SMTPConnectError(421, b"refused by the test")
+
+    monkeypatch.setattr(smtplib.SMTP, "connect", connect)
+    return tried
 
 
 def signed_in(username: str, password: str = PASSWORD) -> Client:
@@ -49,6 +77,8 @@ def test_a_reset_link_mailed_through_smtp_sets_a_new_password_and_ends_every_sig
     browser = Client()
     response = browser.post("/ui/password-reset", {"email": "ALICE@example.com"})
     assert response.status_code == 302 and response["Location"] == "/ui/password-reset/sent"
+    assert smtp.messages == []  # queued: the worker sends it
+    assert "sent 1 password-reset mail" in drain()
     assert len(smtp.messages) == 1
     recipients, message = smtp.messages[0]
     assert recipients == ["alice@example.com"]
@@ -81,6 +111,7 @@ def test_a_reset_link_mailed_through_smtp_sets_a_new_password_and_ends_every_sig
 def test_the_link_is_built_on_the_public_url_when_one_is_set(smtp, alice, settings):
     settings.PUBLIC_URL = "https://synapse.example.com"
     Client().post("/ui/password-reset", {"email": "alice@example.com"})
+    drain()
     assert smtp.links(LINK)[0][0].startswith("https://synapse.example.com/ui/password-reset/")
 
 
@@ -91,12 +122,14 @@ def test_the_api_answers_the_same_for_an_unknown_address_and_sends_nothing(smtp,
                              format="json")
     assert unknown.status_code == known.status_code == 202
     assert unknown.json() == known.json()
+    drain()
     assert [to for to, _message in smtp.messages] == [["alice@example.com"]]
 
 
 def test_the_api_sets_the_password_with_the_link_once_and_refuses_bad_tokens(smtp, alice):
     old_tokens, other_session = tokens(), signed_in("alice")
     APIClient().post("/auth/password-reset", {"email": "alice@example.com"}, format="json")
+    drain()
     _link, uid, token = smtp.links(LINK)[0]
     confirm = lambda **body: APIClient().post(  # noqa: E731
         "/auth/password-reset/confirm", {"uid": uid, "token": token,
@@ -133,7 +166,113 @@ def test_reset_requests_are_rate_limited_per_client_and_per_mailbox(smtp, alice,
     page = Client(REMOTE_ADDR="10.0.0.1").post("/ui/password-reset",
                                                {"email": "bob@example.com"})
     assert page.status_code == 429 and b"Too many reset requests" in page.content
-    assert len(smtp.messages) == 3
+    drain()
+    # One queued mail per account at a time: alice's second request joined her first.
+    assert sorted(to for to, _message in smtp.messages) == [["alice@example.com"],
+                                                            ["bob@example.com"]]
+
+
+def test_the_request_never_talks_to_smtp_and_the_worker_sends_the_one_mail(
+        smtp, alice, monkeypatch):
+    tried = refuse_smtp(monkeypatch)
+    known = APIClient().post("/auth/password-reset", {"email": "alice@example.com"},
+                             format="json")
+    unknown = APIClient().post("/auth/password-reset", {"email": "nobody@example.com"},
+                               format="json")
+    page = Client().post("/ui/password-reset", {"email": "nobody@example.com"})
+    assert known.status_code == unknown.status_code == 202 and known.json() == unknown.json()
+    assert page.status_code == 302
+    assert tried == [] and smtp.messages == []
+    # The queue holds who and when (and, in development, the request's origin): no link,
+    # no token.
+    row = QueuedResetMail.objects.values().get()
+    assert row["user_id"] == alice.pk and row["origin"] == "http://testserver"
+    assert set(row) == {"id", "user_id", "email", "origin", "created_at", "attempts",
+                        "send_after"}
+
+    monkeypatch.undo()
+    drain()
+    assert [to for to, _message in smtp.messages] == [["alice@example.com"]]
+    _link, uid, token = smtp.links(LINK)[0]
+    assert token not in str(row)
+    assert not QueuedResetMail.objects.exists()
+    drain()
+    assert len(smtp.messages) == 1
+    done = APIClient().post("/auth/password-reset/confirm", {
+        "uid": uid, "token": token, "new_password": NEW_PASSWORD}, format="json")
+    assert done.status_code == 200, done.content
+
+
+def test_a_failed_send_is_logged_without_the_link_retried_then_dropped(
+        smtp, alice, monkeypatch, caplog):
+    APIClient().post("/auth/password-reset", {"email": "alice@example.com"}, format="json")
+    tried = refuse_smtp(monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="synapse.passwords"):
+        drain()
+    assert len(tried) == 1
+    assert f"password-reset mail for user {alice.pk} not sent (attempt 1 of 5)" in caplog.text
+    assert "SMTPConnectError" in caplog.text and "/ui/password-reset/" not in caplog.text
+    queued = QueuedResetMail.objects.get()
+    assert queued.attempts == 1 and queued.send_after > timezone.now()
+    drain()
+    assert len(tried) == 1  # not due yet
+
+    monkeypatch.undo()
+    QueuedResetMail.objects.update(send_after=timezone.now())
+    drain()
+    assert len(smtp.messages) == 1 and not QueuedResetMail.objects.exists()
+
+    APIClient().post("/auth/password-reset", {"email": "alice@example.com"}, format="json")
+    tried = refuse_smtp(monkeypatch)
+    for _attempt in range(5):
+        QueuedResetMail.objects.update(send_after=timezone.now() - timedelta(seconds=1))
+        drain()
+    assert len(tried) == 5 and not QueuedResetMail.objects.exists()
+    assert "dropped after 5 attempts" in caplog.text
+    assert len(smtp.messages) == 1
+
+
+def test_a_queued_reset_is_not_sent_to_a_deactivated_account_or_a_changed_address(
+        smtp, alice, bob):
+    for address in ("alice@example.com", "bob@example.com"):
+        APIClient().post("/auth/password-reset", {"email": address}, format="json")
+    assert QueuedResetMail.objects.count() == 2
+    alice.is_active = False
+    alice.save(update_fields=["is_active"])
+    bob.email = "bob@elsewhere.example"
+    bob.save(update_fields=["email"])
+    drain()
+    assert smtp.messages == [] and not QueuedResetMail.objects.exists()
+
+
+def test_in_production_the_link_is_on_the_public_url_whatever_the_host_header(
+        smtp, alice, settings, caplog):
+    # As with ALLOWED_HOSTS=* (which production now refuses): a stranger's Host gets in.
+    settings.PRODUCTION, settings.ALLOWED_HOSTS = True, ["*"]
+    settings.PUBLIC_URL = "https://synapse.example.com"
+    ask = lambda: Client().post("/ui/password-reset",  # noqa: E731
+                                {"email": "alice@example.com"}, HTTP_HOST="evil.example")
+    assert ask().status_code == 302
+    assert QueuedResetMail.objects.get().origin == ""  # production records no origin
+    drain()
+    link = smtp.links(LINK)[0][0]
+    assert link.startswith("https://synapse.example.com/ui/password-reset/")
+    # Without SYNAPSE_PUBLIC_URL (production with EMAIL_HOST refuses to start so): no link
+    # at all rather than one on the Host header.
+    settings.PUBLIC_URL = ""
+    assert ask().status_code == 302
+    drain()
+    assert "SYNAPSE_PUBLIC_URL is not set" in caplog.text
+    assert len(smtp.messages) == 1 and not QueuedResetMail.objects.exists()
+    assert not any("evil.example" in body for body in smtp.bodies())
+
+
+def test_in_development_the_link_is_on_the_origin_the_request_was_made_on(smtp, alice):
+    Client().post("/ui/password-reset", {"email": "alice@example.com"},
+                  HTTP_HOST="localhost:8000")
+    assert QueuedResetMail.objects.get().origin == "http://localhost:8000"
+    drain()
+    assert smtp.links(LINK)[0][0].startswith("http://localhost:8000/ui/password-reset/")
 
 
 def test_production_without_smtp_sends_no_link_and_says_why(alice, settings, mailoutbox):

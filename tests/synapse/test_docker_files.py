@@ -21,6 +21,8 @@ def test_compose_has_pgvector_database_web_and_worker():
         assert environment["DATABASE_URL"].startswith("postgresql://")
         assert {"SECRET_KEY", "JWT_SIGNING_KEY", "SYNAPSE_CREDENTIALS_KEYS",
                 "ALLOWED_HOSTS"} <= set(environment)
+        # The worker sends the queued password-reset mail (minds.passwords).
+        assert {"SYNAPSE_PUBLIC_URL", "EMAIL_HOST", "EMAIL_PORT"} <= set(environment)
         assert services[role]["depends_on"]["db"]["condition"] == "service_healthy"
 
 

@@ -45,3 +45,21 @@ def test_registration_stays_open_by_default_in_development(tmp_path):
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "True"
+
+
+def test_production_with_smtp_refuses_to_start_without_the_public_url(tmp_path):
+    # Mailed links (password resets, invitations) are built on SYNAPSE_PUBLIC_URL only:
+    # never on the Host header a stranger sends (synapse.origin.link_origin).
+    result = run_manage(tmp_path, "check", EMAIL_HOST="smtp.example.com", SYNAPSE_PUBLIC_URL="")
+    assert result.returncode != 0
+    assert "SYNAPSE_PUBLIC_URL must be set in production when EMAIL_HOST is" in result.stderr
+    assert production_setting("PUBLIC_URL", tmp_path, EMAIL_HOST="smtp.example.com",
+                              SYNAPSE_PUBLIC_URL="https://synapse.example.com") \
+        == "https://synapse.example.com"
+
+
+def test_production_refuses_to_start_with_any_host_allowed(tmp_path):
+    for hosts in ("*", "synapse.example.com, *"):
+        result = run_manage(tmp_path, "check", ALLOWED_HOSTS=hosts)
+        assert result.returncode != 0, hosts
+        assert "ALLOWED_HOSTS=* is refused with SYNAPSE_PRODUCTION=true" in result.stderr

@@ -1,8 +1,9 @@
 """``manage.py embed_worker``: embed marked memories, re-index minds whose text-search
 language changed (memories.text_search) and rebuild queued episode contexts
-(memories.context), in batches until stopped. At a lower CPU priority and with a bounded
-number of model threads, so it never starves the web workers of its machine
-(docs/scaling.md, "The embedding worker")."""
+(memories.context), in batches until stopped; send the queued password-reset mail
+(minds.passwords) and, every hour, delete OAuth clients nobody approved (minds.oauth). At
+a lower CPU priority and with a bounded number of model threads, so it never starves the
+web workers of its machine (docs/scaling.md, "The embedding worker")."""
 
 import logging
 import signal
@@ -21,8 +22,12 @@ from memories.embeddings import (
     note_worker_alive,
 )
 from memories.text_search import reindex_memories
+from minds.oauth import prune_unused_clients
+from minds.passwords import send_queued_resets
 
 logger = logging.getLogger("synapse.embeddings")
+# How often the worker deletes OAuth clients nobody approved (minds.oauth).
+PRUNE_SECONDS = 3600
 
 
 class Command(BaseCommand):
@@ -46,7 +51,7 @@ class Command(BaseCommand):
         get_model()
         logger.info("embedding worker at niceness %d with %d model threads, %d per claim",
                     niceness, threads, batch_size)
-        total, next_sweep = 0, 0.0
+        total, next_sweep, next_prune = 0, 0.0, 0.0
         while not self._stopping:
             close_old_connections()
             try:
@@ -57,12 +62,19 @@ class Command(BaseCommand):
                     next_sweep = time.monotonic() + settings.SYNAPSE["EMBED_SWEEP_SECONDS"]
                     if stale:
                         logger.info("%d memories embedded by another model queued", stale)
+                if time.monotonic() >= next_prune:
+                    # OAuth clients registered anonymously that nobody approved in a day.
+                    pruned = prune_unused_clients()
+                    next_prune = time.monotonic() + PRUNE_SECONDS
+                    if pruned:
+                        logger.info("%d unused OAuth clients deleted", pruned)
                 # Re-indexing and contexts first: one statement for many memories, far
                 # cheaper than the model, so an episode's neighbours are searchable before
                 # its vector is (a re-index queues the contexts it changes).
                 reindexed = reindex_memories()
                 contexts = rebuild_contexts()
                 done = embed_batch(limit=batch_size)
+                mailed = send_queued_resets()
             except DatabaseError as error:
                 if once:
                     raise
@@ -77,7 +89,7 @@ class Command(BaseCommand):
                 logger.info("re-indexed %d memories in their mind's new language", reindexed)
             if contexts:
                 logger.info("rebuilt %d episode contexts", contexts)
-            if not done and not contexts and not reindexed:
+            if not done and not contexts and not reindexed and not mailed:
                 if once:
                     break
                 time.sleep(idle_sleep)
