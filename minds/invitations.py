@@ -67,7 +67,8 @@ def hash_token(token: str) -> str:
 
 
 def link_path(token: str) -> str:
-    """The path of an invitation's link (under the public origin: synapse.origin)."""
+    """The path of an invitation's link (after synapse.origin.link_origin: in production
+    without SYNAPSE_PUBLIC_URL, the link is this path alone)."""
     return f"/ui/invitations/{token}"
 
 
@@ -86,19 +87,34 @@ def by_token(token: str) -> Invitation | None:
 def for_user(user):
     """The invitations ``user`` may accept from their mind list: open, unexpired, to their
     account (e-mail invitations need their link)."""
-    return (Invitation.objects.pending().filter(user=user)
+    return (Invitation.objects.pending().from_owners().filter(user=user)
             .select_related("mind", "invited_by").order_by("-created_at", "-id"))
 
 
+FORMER_OWNER = ("This invitation was sent by someone who is no longer an owner of this "
+                "mind: ask a current owner to invite you again.")
+
+
 def closed_reason(invitation: Invitation) -> str | None:
-    """Why ``invitation`` can no longer be answered, or None while it can."""
-    return {
+    """Why ``invitation`` can no longer be answered, or None while it can. Only owners
+    invite: one whose inviter is no longer an active owner of the mind (stepped down,
+    removed, left, account deleted or deactivated) is closed too, even if it was never
+    revoked (minds.services revokes them when an owner stops being one)."""
+    reason = {
         Invitation.Status.ACCEPTED: "This invitation has already been accepted.",
         Invitation.Status.DECLINED: "This invitation was declined.",
         Invitation.Status.REVOKED: "This invitation was withdrawn by an owner of the mind.",
         Invitation.Status.EXPIRED: "This invitation has expired: ask an owner of the mind "
                                    "to invite you again.",
     }.get(invitation.status)
+    if reason is None and not inviter_is_owner(invitation):
+        return FORMER_OWNER
+    return reason
+
+
+def inviter_is_owner(invitation: Invitation) -> bool:
+    """Whether who sent ``invitation`` is still an active owner of its mind (one query)."""
+    return Invitation.objects.filter(pk=invitation.pk).from_owners().exists()
 
 
 @dataclass(frozen=True)
@@ -175,9 +191,7 @@ def _invite(*, mind, actor, role, username, email):
 
 
 def _invitee_details(invitation: Invitation) -> dict:
-    if invitation.user_id:
-        return {"user_id": invitation.user_id, "username": invitation.user.get_username()}
-    return {"email": invitation.email}
+    return invitation.invitee_details
 
 
 def _mail(invitation: Invitation, link: str) -> bool:

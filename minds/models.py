@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
@@ -124,6 +124,14 @@ class InvitationQuerySet(models.QuerySet):
         """Open and not expired: what an invitee may still accept."""
         return self.open().filter(expires_at__gt=timezone.now())
 
+    def from_owners(self) -> "InvitationQuerySet":
+        """Those whose inviter is still an active owner of the mind: only owners invite, so
+        an invitation from someone who is no longer one (or whose account is gone or
+        inactive) cannot be taken up (minds.invitations.closed_reason)."""
+        return self.filter(Exists(Membership.objects.filter(
+            mind=OuterRef("mind"), user=OuterRef("invited_by"), role=Role.OWNER,
+            user__is_active=True)))
+
 
 OPEN_INVITATION = Q(accepted_at__isnull=True, declined_at__isnull=True, revoked_at__isnull=True)
 
@@ -178,6 +186,13 @@ class Invitation(models.Model):
     def invitee(self) -> str:
         """Whom it is for: the username, or the e-mail address."""
         return self.user.get_username() if self.user_id else self.email
+
+    @property
+    def invitee_details(self) -> dict:
+        """Whom it is for, as audit details name them (never the token)."""
+        if self.user_id:
+            return {"user_id": self.user_id, "username": self.user.get_username()}
+        return {"email": self.email}
 
     @property
     def status(self) -> str:

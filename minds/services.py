@@ -162,7 +162,8 @@ def account_delete(*, user, actor=None) -> str:
       revoked, its ``created_by`` cleared);
     - their sessions, JWT refresh tokens, OAuth tokens and rate-limit counters;
     - invitations to their e-mail address (those to their account go with it; those they
-      sent stay with the mind, without their name);
+      sent are revoked by ``member_remove`` and stay with the mind, closed, without their
+      name);
     - then the user. What they did elsewhere stays in the history under a pseudonym,
       ``deleted user <n>`` (``_pseudonymise``), which it returns."""
     for membership in Membership.objects.filter(user=user).select_related("mind"):
@@ -173,7 +174,7 @@ def account_delete(*, user, actor=None) -> str:
     pseudonym = _pseudonymise(user)
     _end_sign_ins(user)
     if user.email:  # invitations to their account go with it (CASCADE); those they sent
-        # stay with their minds, without them (SET_NULL)
+        # stay with their minds, revoked, without them (SET_NULL)
         Invitation.objects.filter(user__isnull=True, email__iexact=user.email).delete()
     user.delete()
     return pseudonym
@@ -268,8 +269,10 @@ def _lock_owners(mind_id: str) -> None:
 
 def _revoke_credentials_of(membership: Membership, actor) -> None:
     """A person who stops being an owner of a mind (removed, left, made editor or viewer,
-    account deleted) takes no agent access with them: the Mind Keys they issued and the
-    OAuth connections they approved on that mind are revoked (docs/teams.md)."""
+    account deleted) takes no agent access and no power to invite with them: the Mind Keys
+    they issued, the OAuth connections they approved and the open invitations they sent on
+    that mind are revoked (docs/teams.md)."""
+    _revoke_invitations_of(membership, actor)
     keys = MindKey.objects.filter(mind_id=membership.mind_id, created_by_id=membership.user_id,
                                   revoked_at__isnull=True)
     for key in keys:
@@ -278,6 +281,28 @@ def _revoke_credentials_of(membership: Membership, actor) -> None:
         mind_id=membership.mind_id, approved_by_id=membership.user_id)
     for connection in connections:
         connection_revoke(connection=connection, actor=actor)
+
+
+def _revoke_invitations_of(membership: Membership, actor) -> None:
+    """Only owners invite: the open invitations a departing owner sent on the mind are
+    revoked, each audited as ``invitation_revoke`` (as an owner's revocation is, by
+    ``actor``, with ``reason`` ``inviter_not_owner``). Locked row by row, so an invitee
+    accepting at the same moment either got in first or finds it revoked. (Here, not in
+    minds.invitations, which sits above this module; acceptance checks the inviter too:
+    minds.invitations.closed_reason.)"""
+    from memories.audit import record_event
+
+    sent = (Invitation.objects.open().filter(mind_id=membership.mind_id,
+                                             invited_by_id=membership.user_id)
+            .select_for_update(of=("self",)).select_related("mind", "user", "invited_by"))
+    now = timezone.now()
+    for invitation in sent:
+        invitation.revoked_at = now
+        invitation.save(update_fields=["revoked_at"])
+        record_event(mind=invitation.mind, actor=actor, action="invitation_revoke",
+                     details={"invitation_id": invitation.id, **invitation.invitee_details,
+                              "invited_by": invitation.invited_by.get_username(),
+                              "reason": "inviter_not_owner"})
 
 
 @transaction.atomic

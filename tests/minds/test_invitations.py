@@ -7,6 +7,7 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -346,3 +347,151 @@ def test_the_members_and_invitations_lists_take_the_same_queries_for_more_rows(
         invite(human, alice_mind, email=f"p{n}@example.com", role="viewer")
     assert [queries(url) for url in urls] == before
     assert len(human.get(urls[1]).json()) == 8
+
+
+# -- Invitations outlive no owner who sent them ----------------------------------------------
+
+FORMER_OWNER = ("This invitation was sent by someone who is no longer an owner of this "
+                "mind: ask a current owner to invite you again.")
+
+
+@pytest.fixture
+def co_owner(alice_mind, bob):
+    """bob owns alice's mind with her."""
+    member_add(mind=alice_mind, user=bob, role=Role.OWNER)
+    return bob
+
+
+def sent_by_bob(bob, alice_mind) -> dict:
+    """bob invites x (an account) and x2@example.com as owners: (invitation, token) each."""
+    make_user("x")
+    as_bob = jwt_client(bob)
+    sent = {}
+    for name, body in [("account", {"username": "x"}), ("address", {"email": "x2@example.com"})]:
+        response = invite(as_bob, alice_mind, role="owner", **body)
+        assert response.status_code == 201, response.content
+        sent[name] = (response.json()["id"], LINK.search(response.json()["link"]).group(2))
+    return sent
+
+
+def assert_every_way_in_is_closed(sent, *, message=None):
+    """x cannot take up bob's invitations, from the list, with the token, or by creating an
+    account from the address's link: each is a 409 invitation_closed."""
+    as_x = jwt_client(get_user_model().objects.get(username="x"))
+    assert as_x.get("/invitations").json() == []
+    invitation_id, token = sent["account"]
+    register = {"username": "x2", "password": PASSWORD, "invitation": sent["address"][1]}
+    for refused in (as_x.post(f"/invitations/{invitation_id}/accept"),
+                    as_x.post("/invitations/accept", {"token": token}, format="json"),
+                    APIClient().post("/auth/register", register, format="json")):
+        assert refused.status_code == 409, refused.content
+        assert error(refused)["code"] == "invitation_closed"
+        assert error(refused)["status"] == 409
+        if message:
+            assert error(refused)["message"] == message
+    assert not get_user_model().objects.filter(username="x2").exists()
+
+
+def test_a_removed_owner_s_invitee_cannot_join_as_owner_and_demote_the_other(
+        alice, alice_mind, human, co_owner):
+    """The finding: bob invites x as owner, alice removes bob, x must not get in (and then
+    demote alice)."""
+    sent = sent_by_bob(co_owner, alice_mind)
+    assert human.delete(f"/minds/{alice_mind.id}/members/{co_owner.pk}").status_code == 204
+    assert_every_way_in_is_closed(sent)
+    assert members(human, alice_mind) == {"alice": "owner"}
+    assert Membership.objects.filter(mind=alice_mind).count() == 1
+
+
+def leave(alice, alice_mind, bob):
+    return jwt_client(bob).delete(f"/minds/{alice_mind.id}/members/{bob.pk}")
+
+
+def remove(alice, alice_mind, bob):
+    return jwt_client(alice).delete(f"/minds/{alice_mind.id}/members/{bob.pk}")
+
+
+def demote(alice, alice_mind, bob):
+    return jwt_client(alice).patch(f"/minds/{alice_mind.id}/members/{bob.pk}",
+                                   {"role": "editor"}, format="json")
+
+
+def delete_account(alice, alice_mind, bob):
+    return jwt_client(bob).delete("/auth/me", {"confirm": "bob", "password": PASSWORD},
+                                  format="json")
+
+
+@pytest.mark.parametrize("stop_owning", [remove, demote, leave, delete_account])
+def test_an_owner_who_stops_owning_a_mind_takes_their_open_invitations_with_them(
+        stop_owning, alice, alice_mind, human, co_owner):
+    sent = sent_by_bob(co_owner, alice_mind)
+    carol = make_user("carol")
+    declined = invite(jwt_client(co_owner), alice_mind, username="carol",
+                      role="viewer").json()["id"]
+    assert jwt_client(carol).post(f"/invitations/{declined}/decline").status_code == 200
+    alices = invite(human, alice_mind, email="y@example.com", role="viewer").json()["id"]
+    answer = stop_owning(alice, alice_mind, co_owner)
+    assert answer.status_code in (200, 204), answer.content
+    bobs = [invitation_id for invitation_id, _token in sent.values()]
+    assert {invitation.id: invitation.status for invitation in Invitation.objects.all()} == {
+        **dict.fromkeys(bobs, "revoked"), declined: "declined", alices: "open"}
+    events = AuditEvent.objects.filter(mind=alice_mind, action="invitation_revoke")
+    assert sorted(event.details["invitation_id"] for event in events) == sorted(bobs)
+    assert {event.details["reason"] for event in events} == {"inviter_not_owner"}
+    assert_every_way_in_is_closed(sent, message="This invitation was withdrawn by an owner "
+                                                "of the mind.")
+    # alice's invitation still works.
+    token = LINK.search(invite(human, alice_mind, email="y@example.com",
+                               role="viewer").json()["link"]).group(2)
+    joined = APIClient().post("/auth/register", {"username": "y", "password": PASSWORD,
+                                                 "invitation": token}, format="json")
+    assert joined.status_code == 201, joined.content
+    assert Membership.objects.get(mind=alice_mind, user__username="y").role == Role.VIEWER
+
+
+def test_an_editor_leaving_revokes_no_invitation(alice_mind, human, bob):
+    member_add(mind=alice_mind, user=bob, role=Role.EDITOR)
+    sent = invite(human, alice_mind, email="y@example.com", role="viewer").json()["id"]
+    assert leave(None, alice_mind, bob).status_code == 204
+    assert Invitation.objects.get(pk=sent).status == "open"
+    assert not AuditEvent.objects.filter(action="invitation_revoke").exists()
+
+
+@pytest.mark.parametrize("orphan", ["demoted", "removed", "deleted", "deactivated"])
+def test_an_invitation_from_someone_no_longer_an_owner_is_refused_even_if_still_open(
+        orphan, alice, alice_mind, human, co_owner):
+    """A row from before revocation on stepping down (here made by updating the database
+    directly): still open, but its inviter is no longer an owner (or no longer exists, or
+    is deactivated), so taking it up is refused and it leaves the invitee's list."""
+    sent = sent_by_bob(co_owner, alice_mind)
+    if orphan == "demoted":
+        Membership.objects.filter(mind=alice_mind, user=co_owner).update(role=Role.EDITOR)
+    elif orphan == "removed":
+        Membership.objects.filter(mind=alice_mind, user=co_owner).delete()
+    elif orphan == "deactivated":
+        get_user_model().objects.filter(pk=co_owner.pk).update(is_active=False)
+    else:
+        Invitation.objects.filter(invited_by=co_owner).update(invited_by=None)
+    assert {invitation.status for invitation in Invitation.objects.all()} == {"open"}
+    assert_every_way_in_is_closed(sent, message=FORMER_OWNER)
+    assert not Membership.objects.filter(mind=alice_mind, user__username="x").exists()
+    assert Membership.objects.get(mind=alice_mind, user=alice).role == Role.OWNER
+    assert not AuditEvent.objects.filter(action="member_add", details__username="x").exists()
+
+
+def test_migration_0010_closes_invitations_left_open_by_former_owners(
+        alice, alice_mind, human, co_owner):
+    """Rows from before the rule: bob stepped down without his invitations being revoked
+    (a direct update, as the code before it left them). The migration revokes his, not
+    alice's."""
+    from importlib import import_module
+
+    from django.apps import apps
+
+    sent = sent_by_bob(co_owner, alice_mind)
+    mine = invite(human, alice_mind, role="viewer", email="y@example.com").json()["id"]
+    Membership.objects.filter(mind=alice_mind, user=co_owner).update(role=Role.EDITOR)
+    import_module("minds.migrations.0010_close_invitations_of_former_owners").close(apps, None)
+    statuses = dict(Invitation.objects.values_list("id", "revoked_at"))
+    assert all(statuses[invitation_id] is not None for invitation_id, _ in sent.values())
+    assert statuses[mine] is None

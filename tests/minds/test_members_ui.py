@@ -184,3 +184,58 @@ def test_leaving_a_shared_mind_from_the_minds_list(owner, alice, alice_mind, ali
     assert messages_of(left) == ["You left Alice's Mind."]
     assert as_bob.get(f"/ui/minds/{alice_mind.id}/").status_code == 404
     assert MindKey.objects.usable().filter(pk=alice_key[0].pk).exists()
+
+
+def test_an_invitation_from_a_former_owner_is_closed_in_the_web_ui(alice_mind, members_page,
+                                                                   bob):
+    """bob, an owner, invites carol (her account) and dana@example.com; then he is no longer
+    an owner without his invitations being revoked (a row from before revocation on stepping
+    down, made here by updating the database): neither the minds list, the Accept button nor
+    the link takes them up, each says why, and nobody joins."""
+    from minds.invitations import FORMER_OWNER
+
+    member_add(mind=alice_mind, user=bob, role=Role.OWNER)
+    as_bob, carol = session_client(bob), make_user("carol")
+    links = [LINK.search(text(as_bob.post(members_page, {"invitee": invitee,
+                                                         "role": "owner"}))).group(1)
+             for invitee in ("carol", "dana@example.com")]
+    Membership.objects.filter(mind=alice_mind, user=bob).update(role=Role.EDITOR)
+    as_carol = session_client(carol)
+    assert "Invitations for you" not in text(as_carol.get("/ui/"))
+    by_username = Invitation.objects.get(user=carol)
+    refused = as_carol.post(f"/ui/invitations/{by_username.id}/accept", follow=True)
+    assert refused.status_code == 200 and messages_of(refused) == [FORMER_OWNER]
+    for link, browser in [(links[0], as_carol), (links[1], Client())]:
+        shown = browser.get(link)
+        assert shown.status_code == 410 and FORMER_OWNER in text(shown)
+        assert ">Accept<" not in text(shown) and "Create account and join" not in text(shown)
+    for answer in ({"answer": "accept"}, {"answer": "signup", "username": "dana",
+                                          "password1": PASSWORD, "password2": PASSWORD}):
+        browser = as_carol if answer["answer"] == "accept" else Client()
+        posted = browser.post(links[0] if answer["answer"] == "accept" else links[1], answer)
+        assert posted.status_code == 410 and FORMER_OWNER in text(posted)
+    assert not Membership.objects.filter(mind=alice_mind, role=Role.OWNER).exclude(
+        user__username="alice").exists()
+    assert not Membership.objects.filter(user__username__in=["carol", "dana"]).exists()
+
+
+def test_removing_an_owner_on_the_members_page_revokes_their_invitations(
+        owner, alice_mind, members_page, bob):
+    member_add(mind=alice_mind, user=bob, role=Role.OWNER)
+    page = text(session_client(bob).post(members_page, {"invitee": "dana@example.com",
+                                                        "role": "owner"}))
+    link = LINK.search(page).group(1)
+    owner.post(members_page, {"invitee": "zoe@example.com", "role": "viewer"})
+    assert owner.post(f"{members_page}/{bob.pk}/remove").status_code == 302
+    statuses = {i.email: i.status for i in Invitation.objects.all()}
+    assert statuses == {"dana@example.com": "revoked", "zoe@example.com": "open"}
+    event = AuditEvent.objects.get(mind=alice_mind, action="invitation_revoke")
+    assert (event.actor_label, event.details["email"], event.details["invited_by"],
+            event.details["reason"]) == ("alice", "dana@example.com", "bob",
+                                         "inviter_not_owner")
+    listed = text(owner.get(members_page))
+    assert "<strong>zoe@example.com</strong>" in listed
+    assert "<strong>dana@example.com</strong>" not in listed
+    closed = Client().get(link)
+    assert closed.status_code == 410
+    assert "This invitation was withdrawn by an owner of the mind." in text(closed)
