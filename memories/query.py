@@ -1,6 +1,7 @@
 """The search query syntax (docs/search.md): parsed into terms and turned into a tsquery."""
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from django.contrib.postgres.search import SearchQuery
@@ -58,6 +59,18 @@ class ParsedQuery:
         return [term for clause in self.clauses for term in clause]
 
 
+def _is_dash(char: str) -> bool:
+    """Whether ``char`` is a dash: '-', '–', '—' and the rest of Unicode's dash punctuation."""
+    return unicodedata.category(char) == "Pd"
+
+
+def _attached(text: str, position: int) -> bool:
+    """Whether the character at ``position`` (after a '-') starts a word or a phrase: a
+    letter, a digit or a '"'. Only then does the '-' exclude."""
+    return position < len(text) and (text[position] == '"'
+                                     or _WORD.match(text, position) is not None)
+
+
 def _tokens(text: str):
     """Yield (negated, kind, text, position) for each item of the query."""
     position, length = 0, len(text)
@@ -67,14 +80,16 @@ def _tokens(text: str):
             position += 1
             continue
         start = position
-        negated = char == "-"
+        negated = char == "-" and _attached(text, position + 1)
         if negated:
             position += 1
-            if position >= length or text[position].isspace():
-                raise QuerySyntaxError(
-                    f"A '-' at character {start + 1} must be followed directly by a word or "
-                    "phrase to exclude, e.g. docker -swarm.")
             char = text[position]
+        elif _is_dash(char):
+            # A lone or spaced dash (" - ", "--", "—", a trailing "-") is punctuation: the
+            # run of dashes is skipped, and whatever follows it is read as usual.
+            while position < length and _is_dash(text[position]):
+                position += 1
+            continue
         if char == '"':
             end = text.find('"', position + 1)
             if end == -1:
@@ -108,7 +123,8 @@ def _tokens(text: str):
 
 def parse_query(text: str, config: str = DEFAULT_CONFIG) -> ParsedQuery:
     """Parse the search syntax (docs/search.md): words ANDed, "phrases", prefix*, a OR b,
-    -exclusion; its terms are stemmed with the text-search configuration ``config``.
+    -exclusion (a '-' attached to a word or phrase; a lone or spaced dash is punctuation,
+    ignored); its terms are stemmed with the text-search configuration ``config``.
 
     Raises QuerySyntaxError with a message for the user when the query is malformed.
     """
@@ -175,3 +191,13 @@ def words_query(text: str, config: str = DEFAULT_CONFIG) -> ParsedQuery | None:
     if not words:
         return None
     return ParsedQuery(tuple((Term("word", word, config),) for word in words))
+
+
+def question_query(text: str, config: str = DEFAULT_CONFIG) -> ParsedQuery | None:
+    """The query of a question that is never refused (hybrid search): the search syntax
+    when ``text`` follows it (``-swarm`` excludes, "phrases" stay phrases), its plain
+    words (:func:`words_query`) when it does not; None when it holds no word at all."""
+    try:
+        return parse_query(text, config)
+    except QuerySyntaxError:
+        return words_query(text, config)

@@ -186,6 +186,94 @@ def test_a_thousand_character_question_is_answered(agent, corpus):
     assert keys(search(agent, q=query)) == keys(search(agent, q="docker")) != []
 
 
+# -- Natural questions: a spaced dash is punctuation; hybrid and recall never refuse -----
+
+QUESTION = "Which did she adopt first - the cat or the dog?"
+
+
+@pytest.fixture
+def pets(corpus, remember):
+    remember(category="note", key="adoption",
+             content="She adopted the cat in March, then the dog in June")
+    return corpus
+
+
+def recall_keys(client, **params):
+    response = client.get("/memory/recall", {**params, "format": "json"})
+    assert response.status_code == 200, response.content
+    return [memory["key"] for memory in response.json()["memories"]]
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_question_with_a_spaced_dash_is_answered(agent, pets, mode):
+    body = search(agent, q=QUESTION, mode=mode)
+    assert keys(body)[0] == "adoption"
+    assert "-" not in body["ignored_terms"]
+
+
+def test_recall_ranks_by_a_question_with_a_spaced_dash(agent, pets):
+    assert recall_keys(agent, q=QUESTION)[0] == "adoption"
+
+
+def keyword_found(body) -> list[str]:
+    """The hits the keyword side found (hybrid mode, explain=true: the semantic side does
+    not apply exclusions)."""
+    return [hit["key"] for hit in body["results"]
+            if hit.get("explain", {"keyword": 1})["keyword"] > 0]
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+@pytest.mark.parametrize("dash", ["-", "--", "—", "–"])
+def test_a_lone_dash_is_ignored_and_an_attached_one_still_excludes(agent, corpus, mode, dash):
+    body = search(agent, q=f"docker {dash} swarm {dash} -kubernetes {dash}", mode=mode,
+                  explain="true")
+    assert keys(body)[0] == "deploy_target"
+    assert keyword_found(body) == ["deploy_target"]
+    assert body["ignored_terms"] == []
+
+
+def test_a_word_with_a_dash_inside_is_matched_as_before(agent, remember):
+    # PostgreSQL reads well-known as the compound and its parts: only the memory holding
+    # the compound matches every part of it.
+    remember(key="famous", content="A well-known trick")
+    remember(key="known_well", content="The trick is known well")
+    remember(key="mail", content="Send it by e-mail")
+    assert keys(search(agent, q="well-known")) == ["famous"]
+    assert keys(search(agent, q="e-mail")) == ["mail"]
+    assert keys(search(agent, q="well-known trick"))[0] == "famous"
+    assert keys(search(agent, q="trick-")) == keys(search(agent, q="trick")) != []
+
+
+@pytest.mark.parametrize("query", [
+    'what did "she say', "(the cat or the dog", "OR docker", "docker OR", "docker AND AND OR",
+    "*", "-docker", '""', "😀", "the of and", "?!", "x" * 1000,
+    " ".join(f"word{n}" for n in range(100))[:1000],
+])
+def test_hybrid_and_recall_answer_what_keyword_search_refuses(agent, corpus, query):
+    assert isinstance(search(agent, q=query, mode="hybrid")["results"], list)
+    assert recall_keys(agent, q=query)
+
+
+@pytest.mark.parametrize("query", ["", "   ", "a\x00b", "x" * 1001])
+def test_only_the_parameter_limits_are_a_400_in_hybrid_mode_and_recall(agent, corpus, query):
+    assert agent.get("/memory/search", {"q": query, "mode": "hybrid"}).status_code == 400
+    assert agent.get("/memory/recall", {"q": query}).status_code == 400
+
+
+def test_hybrid_mode_reads_syntax_that_parses_and_the_plain_words_of_the_rest(agent, corpus):
+    excluded = search(agent, q="docker -kubernetes", mode="hybrid", explain="true")
+    assert "kubernetes_migration" not in keyword_found(excluded)
+    # An unbalanced quote: read as its plain words, swarm and docker.
+    unparsed = search(agent, q='swarm "docker', mode="hybrid", explain="true")
+    assert set(keyword_found(unparsed)[:2]) == {"deploy_target", "kubernetes_migration"}
+
+
+def test_keyword_mode_still_refuses_malformed_syntax(agent, corpus):
+    response = agent.get("/memory/search", {"q": QUESTION + ' "unclosed'})
+    assert response.status_code == 400
+    assert "Unbalanced quote" in response.json()["error"]["message"]
+
+
 def test_matching_queryset_uses_the_same_syntax(alice_mind, corpus):
     found = Memory.objects.for_mind(alice_mind).matching("docker -kubernetes")
     assert set(found.values_list("key", flat=True)) == {
@@ -338,3 +426,63 @@ def test_thousands_of_generated_queries_never_get_a_server_error(live_client):
     ask()
     assert len(seen) >= GENERATED
     assert 200 in seen and 400 in seen
+
+
+# -- Property test: natural questions in hybrid mode and recall ---------------------------
+
+QUESTION_WORDS = st.sampled_from([
+    "which", "did", "she", "adopt", "first", "the", "cat", "dog", "what", "when", "how",
+    "does", "Michael", "use", "docker", "swarm", "kubernetes", "deploy", "coffee", "espresso",
+    "or", "and", "not", "OR", "AND", "NOT", "NEAR", "well-known", "e-mail", "don't",
+    "Caroline's", "2023", "9:30", "3.5", "café", "Москва", "日本語", "😀", "🐶👍", "x" * 300,
+    "supercalifragilistic" * 12, "C++", "node.js", "#42", "@bob", "a/b", "50%", "under_score",
+])
+QUESTION_MARKS = st.sampled_from([
+    "?", "!", ".", ",", ";", ":", "'", '"', "(", ")", "[", "]", "{", "}", "-", "--", "—",
+    "–", "*", "**", "...", "…", "&", "|", "<->", ":*", "\\", "/", "%", "_", "+", "=", "~",
+    "^", "`", "«", "»", "“", "”", "¿", "¡",
+])
+QUESTION_TOKENS = st.one_of(
+    QUESTION_WORDS, QUESTION_WORDS, QUESTION_MARKS,
+    # Punctuation attached to a word: -swarm, "dog?", (cat, deploy*, —really
+    st.tuples(QUESTION_MARKS, QUESTION_WORDS).map("".join),
+    st.tuples(QUESTION_WORDS, QUESTION_MARKS).map("".join),
+    st.tuples(QUESTION_MARKS, QUESTION_WORDS, QUESTION_MARKS).map("".join),
+)
+QUESTION_GAPS = st.sampled_from([" ", " ", " ", " ", "", "  ", " - ", " — ", " -- ", ", ",
+                                 "\n", "\t"])
+NATURAL_QUESTIONS = st.one_of(
+    st.lists(st.tuples(QUESTION_TOKENS, QUESTION_GAPS), min_size=1, max_size=24)
+    .map(lambda pairs: "".join(token + gap for token, gap in pairs)),
+    # Anything printable (no control characters: no one types a NUL).
+    st.text(st.characters(exclude_categories=("Cc", "Cs")), min_size=1, max_size=200),
+).map(lambda text: text[:1000]).filter(str.strip)
+# Each question is embedded (hybrid mode, then recall's hybrid ranking: the second from the
+# query-embedding cache) and ranked twice: 150 in `make test`, 500 in `make properties`.
+QUESTIONS = max(10, GENERATED // 10)
+
+
+@pytest.mark.slow
+def test_generated_natural_questions_are_always_answered_in_hybrid_mode_and_recall(
+        agent, pets, alice_mind, monkeypatch):
+    from memories.embeddings import embed_batch
+
+    monkeypatch.setattr("synapse.throttling.ScopeRateThrottle.allow_request",
+                        lambda self, request, view: True)
+    embed_batch(limit=100, mind=alice_mind)  # so the semantic side finds something too
+    asked = []
+
+    @settings(max_examples=QUESTIONS, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(question=NATURAL_QUESTIONS)
+    def ask(question):
+        asked.append(question)
+        response = agent.get("/memory/search", {"q": question, "mode": "hybrid"})
+        assert response.status_code == 200, (question, response.content)
+        assert isinstance(response.json()["results"], list)
+        response = agent.get("/memory/recall", {"q": question, "format": "json"})
+        assert response.status_code == 200, (question, response.content)
+        assert len(response.json()["memories"]) == len(CORPUS) + 1  # all, ranked or not
+
+    ask()
+    assert len(asked) >= QUESTIONS

@@ -23,7 +23,7 @@ from memories.api.serializers.search import (
     SemanticSearchQuerySerializer,
     search_hits,
 )
-from memories.query import QuerySyntaxError, parse_query
+from memories.query import QuerySyntaxError, parse_query, question_query
 from synapse.api import MIND_PARAMETER, page_of
 from synapse.replicas import replica_reads
 
@@ -47,7 +47,8 @@ class SearchActions:
     @replica_reads
     def search(self, request):
         """Full-text search (default), or by meaning (mode=semantic), or both fused
-        (mode=hybrid). Malformed syntax is a 400 saying what is wrong."""
+        (mode=hybrid). Malformed syntax is a 400 saying what is wrong in keyword mode;
+        hybrid mode reads it as plain words."""
         query = self.query
         text, mode, limit = query["q"], query["mode"], query["limit"]
         memories, config = self.searchable(), self.mind.search_config
@@ -57,7 +58,8 @@ class SearchActions:
             parts = {memory_id: {"semantic": score} for memory_id, score in hits}
         else:
             try:
-                parsed = parse_query(text, config)
+                # Hybrid mode is never refused: syntax that does not parse is plain words.
+                parsed = (question_query if mode == "hybrid" else parse_query)(text, config)
             except QuerySyntaxError as error:
                 raise exceptions.ValidationError({"q": [str(error)]}) from error
             if mode == "hybrid":
