@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt torch==2.13.0
-	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c requirements/constraints.txt -e '.[dev,multilingual]'
 	@if $(BIN)/python -m pip list 2>/dev/null | grep -qi '^nvidia-'; then \
 		echo "A CUDA build of torch was installed; Synapse needs the CPU build." >&2; exit 1; fi
 	touch $(STAMP)

