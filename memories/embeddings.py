@@ -394,3 +394,41 @@ def queue_state() -> metrics.QueueState:
     return metrics.QueueState(depth=waiting["count"],
                               lag_seconds=_age_seconds(waiting["oldest"]) or 0.0,
                               worker_running=worker_running())
+
+
+# -- Read your writes ---------------------------------------------------------------------------
+
+# The write-time vector reads at most this many words of what the worker embeds (about 128
+# word pieces: half the model's reach, half the cost inside the write's transaction); it
+# stands in only until the worker's vector replaces it.
+WRITE_TIME_WORDS = 96
+
+
+def write_time_vector(memory: Memory) -> list[float] | None:
+    """A vector for a memory being written, so that search finds it by meaning on the next
+    request, before any worker has run (docs/search.md, "Read your writes"), over exactly
+    the first WRITE_TIME_WORDS words of the text the worker embeds (:func:`embedding_text`).
+    With the ``int8`` query encoder (the bundled model's default), that copy of the model,
+    which web workers hold already (vectors within cosine 0.998 of the model's). With
+    ``model``, the model itself, as a stored text (:func:`embed_texts`; a model that reads
+    questions differently, such as e5, must not store a question's vector): the vector the
+    worker would store. The caller stores it under ``embedding_model = model_name()`` and
+    leaves the memory ``embedding_pending``: the worker replaces it with the model's own
+    batch's vector, and until then status, health and the queue count the memory as
+    waiting.
+
+    None for ``credentials`` (never embedded), and None when the encoder fails: logged,
+    never raised, so the write goes on and the memory waits for the worker without a
+    vector (not found by meaning until then)."""
+    if memory.is_credentials:
+        return None
+    try:
+        text = " ".join(embedding_text(memory).split()[:WRITE_TIME_WORDS])
+        if query_encoder_name() == "int8":
+            return get_query_encoder().encode([text])[0].tolist()
+        return embed_texts([text])[0]
+    except Exception:
+        # The memory's id only: its content may be private.
+        logger.warning("write-time embedding of %s failed; it waits for the embedding worker",
+                       memory.id, exc_info=True)
+        return None

@@ -13,6 +13,7 @@ from django.utils.crypto import salted_hmac
 
 from memories.audit import describe_actor, record_event
 from memories.crypto import CredentialsUnreadable, seal_content
+from memories.embeddings import model_name, write_time_vector
 from memories.models import (
     VERSIONED_FIELDS,
     Category,
@@ -150,6 +151,21 @@ def mark_for_embedding(memory: Memory) -> None:
     memory.embedding = None
     memory.embedding_model = ""
     memory.embedding_pending = not memory.is_credentials
+
+
+def embed_for_search(memory: Memory) -> None:
+    """Read your writes (docs/search.md): :func:`mark_for_embedding`, then a vector of the
+    memory made now (embeddings.write_time_vector: the int8 query encoder's, with the
+    bundled model) in its place, so that the next search finds it by meaning with no
+    worker running. The memory stays pending: the worker puts the model's own vector
+    there. Called on the memory before its INSERT or UPDATE, so the vector travels in that
+    statement (no extra one). An encoder failure leaves it without a vector, as before,
+    and never fails the write. The bulk paths (sync, import) only mark: the worker embeds
+    what they write."""
+    mark_for_embedding(memory)
+    vector = write_time_vector(memory)
+    if vector is not None:
+        memory.embedding, memory.embedding_model = vector, model_name()
 
 
 def memory_store(*, mind: Mind, actor, category: str, content: str, key: str | None = None,
@@ -303,7 +319,7 @@ def create_memory(*, mind: Mind, actor, category: str, key: str, changes: dict,
         memory.verified_by = actor
         memory.verified_at = now
     memory.content = seal_content(memory.category, memory.content)
-    mark_for_embedding(memory)
+    embed_for_search(memory)
     memory.save(force_insert=True)
     ledger_for(mind.pk).charge(memories=1)
     snapshot_version(memory, actor, provenance=provenance)
@@ -345,7 +361,7 @@ def _apply(*, memory: Memory, actor, changes: dict, authorship: dict, action: st
         memory.verified_by = None if is_agent(actor) else actor
         memory.verified_at = None if is_agent(actor) else now
     if any(name in EMBEDDED_FIELDS for name in versioned):
-        mark_for_embedding(memory)
+        embed_for_search(memory)
     memory.version += 1
     memory.updated_at = now
     try:

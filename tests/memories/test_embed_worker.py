@@ -68,9 +68,14 @@ def test_the_claim_takes_marked_memories_of_every_mind_and_nothing_else(
     Memory.objects.filter(pk=done.pk).update(embedding_pending=False,
                                              embedding_model=embeddings.model_name())
     assert set(claimable().values_list("id", flat=True)) == {mine.id, bobs.id}
+    # Every write left the query encoder's vector (read your writes); the claim replaces
+    # only the claimed ones'.
+    unclaimed = {memory.id: list(vector_of(memory)) for memory in (trashed, done)}
     assert embed_batch(limit=10) == 2
     assert vector_of(mine) is not None and vector_of(bobs) is not None
-    assert vector_of(secret) is None and vector_of(trashed) is None and vector_of(done) is None
+    assert vector_of(secret) is None
+    assert {memory.id: list(vector_of(memory)) for memory in (trashed, done)} == unclaimed
+    assert Memory.objects.get(pk=trashed.pk).embedding_pending
     assert embed_batch(limit=10) == 0
 
 

@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 
 from memories import sync
+from memories.embeddings import model_name
 from memories.models import AuditEvent, Memory, MemoryTombstone, MemoryVersion
 from memories.quotas import Usage, mind_usage
 from memories.services import (
@@ -66,7 +67,9 @@ def test_an_agents_new_memory_is_version_1_unverified_audited_and_queued(alice_m
     assert (memory.version, memory.source, memory.verified, memory.confidence) == (
         1, "agent", False, 0.7)
     assert memory.tags == ["home", "travel"]
-    assert memory.embedding_pending and memory.embedding is None
+    # Queued for the worker, and searchable meanwhile (read your writes).
+    assert memory.embedding_pending and memory.embedding_model == model_name()
+    assert memory.embedding is not None
     assert versions_of(memory) == [(1, "Lives in Lisbon")]
     version = MemoryVersion.objects.get(memory=memory)
     assert (version.recorded_by_type, version.recorded_by_id) == ("key", bot.key.id)
