@@ -26,9 +26,18 @@ from synapse.db import beside
 # unstemmed copy of the content (D).
 RANK_WEIGHTS = "{0.05, 0.1, 0.4, 1.0}"
 # ts_rank normalisation (1: divide by 1 + log of the document length) and the BM25-like
-# saturation of one word's rank: rank / (rank + TERM_SATURATION).
+# saturation of one word's rank: rank / (rank + TERM_SATURATION · norm), where norm is
+# BM25's length normalisation 1 − b + b · length / mean length (b = LENGTH_NORMALIZATION;
+# the length is the document's number of distinct lexemes, the mean over the memories
+# ranked): a long memory no longer wins on its length alone.
 RANK_NORMALIZATION = 0
 TERM_SATURATION = 0.1
+LENGTH_NORMALIZATION = 1.0
+# Hybrid search ranks an episode with its context (its neighbours' words: memories.context)
+# only while the context holds at most this many lexemes: the neighbours of a short turn
+# (a conversation's: median 47, p90 67 on LoCoMo), not those of long messages (a project
+# chat's: p10 173 on BEAM), whose words drown the episode's own.
+CONTEXT_MAX_LEXEMES = 200
 # How many candidates each side hands to the fusion (and recall ranks by relevance).
 FUSION_CANDIDATES = 50
 # hybrid_search's candidates a side; both sides then score the union of the two lists
@@ -136,10 +145,13 @@ def _or_sql(terms: list[Term]) -> tuple[str, list]:
 
 @dataclass
 class KeywordResult:
-    """Ranked (id, score) pairs; ``matched`` is "all" (every word) or "some" (fallback)."""
+    """Ranked (id, score) pairs; ``matched`` is "all" when the first hit holds every word,
+    "some" when none does; ``all_words`` the hits that hold every word (the rest hold some,
+    ranked after them)."""
 
     hits: list[tuple[str, float]] = field(default_factory=list)
     matched: str = "all"
+    all_words: set[str] = field(default_factory=set)
     ignored_terms: list[str] = field(default_factory=list)
     # Hybrid: each hit's parts (memories.ranking), for explain=true.
     parts: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -149,15 +161,17 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
                    partial: bool = False, context: bool = False) -> KeywordResult:
     """Rank ``memories`` (a single-table queryset) by the parsed query.
 
-    Memories matching every clause come first, ranked by how well they match; when none
-    match every clause and the query uses no operator (a natural-language question), the
-    memories matching some of the words are ranked instead, each word counting by its
-    rarity in the mind (BM25's idf) and its weight (key and tags above content).
-    ``partial`` ranks partial matches of a plain question after the full ones even when
-    full ones exist (hybrid search's keyword side). ``context`` ranks an episode with its
-    context too (memories.context: its neighbours' words and its date, weight C); plain
-    keyword search keeps to a memory's own words. The SQL runs where ``memories`` reads
-    (a read replica, in a view that allows one: synapse.db_router).
+    Memories matching every clause come first, ranked by how well they match (BM25: each
+    word by its rarity in the mind, its weight — key and tags above content — and its
+    frequency, normalised by the memory's length); when the query uses no operator (a
+    natural-language question), the page is filled up to ``limit`` with the memories
+    matching some of the words, ranked after them (``all_words`` of the result tells the
+    two apart). ``partial`` reads every memory holding a word in one pass (hybrid search's
+    keyword side) instead of the full matches first. ``context`` ranks an episode with its
+    context too (memories.context: its neighbours' words and its date, weight C) while the
+    context holds at most CONTEXT_MAX_LEXEMES; plain keyword search keeps to a memory's own
+    words. The SQL runs where ``memories`` reads (a read replica, in a view that allows
+    one: synapse.db_router).
     """
     terms = parsed.terms
     live = _live_terms(terms + list(parsed.excluded), memories.db)
@@ -194,8 +208,10 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
         # a copy joined to nothing cost about 1 µs a row.
         found = f"({found} OR memories_memory.context_vector @@ ({any_sql}))"
         params_found = params * 2
-        joined = ("CROSS JOIN LATERAL (SELECT CASE WHEN h.cv IS NULL THEN h.sv "
-                  "ELSE h.sv || h.cv END AS document OFFSET 0) d")
+        # An episode whose context is long (CONTEXT_MAX_LEXEMES) keeps to its own words.
+        joined = ("CROSS JOIN LATERAL (SELECT CASE WHEN h.cv IS NULL OR length(h.cv) > "
+                  f"{int(CONTEXT_MAX_LEXEMES)} THEN h.sv ELSE h.sv || h.cv END AS document "
+                  "OFFSET 0) d")
         document = "d.document"
     else:
         params_found = list(params)
@@ -212,10 +228,15 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
     # per-word ts_rank (weights, frequency) saturates like BM25's tf part.
     score = " + ".join(
         f"CASE WHEN c.m{p} THEN ln(1 + (n.n - n.d{p} + 0.5) / (n.d{p} + 0.5)) "
-        f"* (r.r{p} / (r.r{p} + {TERM_SATURATION})) ELSE 0 END"
+        f"* (r.r{p} / (r.r{p} + r.k)) ELSE 0 END"
         for p in positions)
-    ranks = ", ".join(f"ts_rank('{RANK_WEIGHTS}', c.document, q.t{position}, "
-                      f"{RANK_NORMALIZATION}) AS r{position}" for position in positions)
+    ranks = ", ".join([f"ts_rank('{RANK_WEIGHTS}', c.document, q.t{position}, "
+                       f"{RANK_NORMALIZATION}) AS r{position}" for position in positions]
+                      + [f"{TERM_SATURATION} * (1 - {LENGTH_NORMALIZATION} + "
+                         f"{LENGTH_NORMALIZATION} * length(c.document) / n.mean_length) AS k"])
+    # BM25's mean length (the ranks' k): over the memories holding every word when they
+    # fill the page (so both shapes of the statement below rank such a page alike),
+    # otherwise over the memories holding any word (u, read anyway to fill the page).
     total = f"(SELECT count(*) FROM memories_memory WHERE {where})::float AS n"  # noqa: S608
 
     def branch(source: str, counts: str, condition: str) -> str:
@@ -245,13 +266,17 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
                     OFFSET 0
                 ) h CROSS JOIN q {joined}
             ) m
+            WHERE {" OR ".join(f"m.m{position}" for position in positions)}
         ),
         un AS MATERIALIZED (
             SELECT count(*) FILTER (WHERE u.all_match) AS full_count,
-                   {document_counts}, {total}
+                   {document_counts}, {total},
+                   greatest(CASE WHEN count(*) FILTER (WHERE u.all_match) >= %s
+                                 THEN avg(length(u.document)) FILTER (WHERE u.all_match)
+                                 ELSE avg(length(u.document)) END, 1)::float AS mean_length
             FROM u
         )"""  # noqa: S608
-    union_params = where_params + params_found + exclusion_params + where_params
+    union_params = where_params + params_found + exclusion_params + where_params + [limit]
     if partial or context:
         # Hybrid search's keyword side: partial matches ranked after the full ones when
         # fewer than ``limit`` hold every clause (explicit syntax: never). ts_rank, the
@@ -299,7 +324,11 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
                           f"memories_memory.search_vector @@ {term_sqls[position]} "
                           f"{exclusion}) AS d{position}")
             count_params += where_params + term_params[position] + exclusion_params
+        # A plain question (no operator, several words) is filled up to ``limit`` with the
+        # memories holding some of its words, ranked after those holding all of them: read
+        # (u) only when fewer than ``limit`` hold every word (the one-time filter).
         fallback = not parsed.explicit and len(clauses) > 1
+        fill = "NOT c.all_match AND (SELECT count(*) FROM f) < %s"
         sql = f"""
             WITH q AS (SELECT {', '.join(term_columns)}),
             f AS MATERIALIZED (
@@ -314,23 +343,26 @@ def keyword_search(memories, parsed: ParsedQuery, *, limit: int,
                 ) h CROSS JOIN q
             ),
             e AS MATERIALIZED (
-                SELECT {', '.join(counts)}, {total} FROM (SELECT FROM f LIMIT 1) any_match
+                SELECT {', '.join(counts)}, {total},
+                       (SELECT greatest(avg(length(f.document)), 1)::float FROM f)
+                       AS mean_length
+                FROM (SELECT FROM f LIMIT 1) any_match
             ){f", {union}" if fallback else ""}
             SELECT ranked.id, ranked.score, ranked.all_match FROM (
                 ({branch("f", "e", "TRUE")})
-                {f'UNION ALL ({branch("u", "un", "NOT EXISTS (SELECT FROM f)")})'
-                 if fallback else ""}
+                {f'UNION ALL ({branch("u", "un", fill)})' if fallback else ""}
             ) ranked
             ORDER BY ranked.all_match DESC, ranked.score DESC, ranked.id
             LIMIT %s
         """  # noqa: S608
         all_params = (params + where_params + every_params + exclusion_params + count_params
                       + where_params + (union_params if fallback else []) + [limit]
-                      + ([limit] if fallback else []) + [limit])
+                      + ([limit, limit] if fallback else []) + [limit])
     with connections[memories.db].cursor() as cursor:
         cursor.execute(sql, all_params)
         rows = cursor.fetchall()
     result.hits = [(row[0], float(row[1])) for row in rows]
+    result.all_words = {row[0] for row in rows if row[2]}
     result.matched = "all" if not rows or rows[0][2] else "some"
     return result
 

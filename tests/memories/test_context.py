@@ -186,3 +186,27 @@ def test_a_memory_without_a_context_ranks_by_its_own_document_alone(alice_mind, 
                                        context=True)
         alone = keyword_search(memories, words_query(text), limit=10, partial=True)
         assert with_contexts.hits and with_contexts.hits == alone.hits
+
+
+def test_a_context_of_long_messages_lends_no_words(remember):
+    """A project chat's neighbours (long messages) drown a turn's own words: an episode
+    whose context holds more than CONTEXT_MAX_LEXEMES is ranked on its own document."""
+    from memories.search import CONTEXT_MAX_LEXEMES
+
+    long = " ".join(f"term{number}" for number in range(CONTEXT_MAX_LEXEMES))
+    turns = [remember(category="context", key=f"m{number}", memory_type="episodic",
+                      path="chats/one", occurred_at=T0 + timedelta(minutes=number),
+                      content=f"zulu {long}" if number == 1 else f"Short reply {number}")
+             for number in range(3)]
+    rebuild_all_contexts()
+    memories = Memory.objects.for_mind(turns[0].mind).current()
+    found = keyword_search(memories, words_query("zulu"), limit=5, context=True)
+    assert [hit for hit, _ in found.hits] == [turns[1].id]  # not its neighbours
+    # Short neighbours still lend their words.
+    short = [remember(category="context", key=f"s{number}", memory_type="episodic",
+                      path="chats/two", occurred_at=T0 + timedelta(minutes=number),
+                      content="yankee" if number == 0 else f"Short reply {number}")
+             for number in range(2)]
+    rebuild_all_contexts()
+    found = keyword_search(memories, words_query("yankee"), limit=5, context=True)
+    assert {hit for hit, _ in found.hits} == {short[0].id, short[1].id}

@@ -50,11 +50,39 @@ def keys(body) -> list[str]:
     return [hit["key"] for hit in body["results"]]
 
 
-def test_words_are_anded_and_tagged_memories_rank_first(agent, corpus):
+def test_memories_holding_every_word_come_first_and_tagged_ones_rank_first(agent, corpus):
     body = search(agent, q="docker swarm")
-    assert keys(body) == ["deploy_target", "kubernetes_migration"]
+    assert keys(body)[:2] == ["deploy_target", "kubernetes_migration"]
     assert body["matched"] == "all"
     assert body["results"][0]["score"] > body["results"][1]["score"]
+    # The page is filled with the memories holding some of the words, after them.
+    assert [hit["matched_all"] for hit in body["results"]] == [True, True] + [False] * (
+        len(body["results"]) - 2)
+    assert {"docker_images", "bereitstellung"} <= set(keys(body)[2:])
+    assert "docker_registry_password" in keys(body)  # by its key and tags, redacted
+
+
+def test_a_question_whose_evidence_holds_some_words_finds_it_after_the_full_matches(
+        agent, remember):
+    """Before, partial matches came only when no memory held every word: a question whose
+    AND set held one memory returned one result, and the evidence (holding most of the
+    words) was never shown."""
+    remember(key="a", content="The deploy runs on the Swarm cluster in Falkenstein")
+    remember(key="b", content="Swarm cluster nodes: Ubuntu, deploy on Fridays, Falkenstein")
+    remember(key="c", content="Falkenstein cluster: the Swarm managers")
+    body = search(agent, q="which swarm cluster deploy runs in falkenstein", limit=5)
+    assert keys(body)[0] == "a" and body["results"][0]["matched_all"] is True
+    assert set(keys(body)) == {"a", "b", "c"}
+    assert [hit["matched_all"] for hit in body["results"]][1:] == [False, False]
+
+
+def test_a_long_memory_does_not_win_on_its_length(agent, remember):
+    """BM25's length normalisation: the word twice in a short memory about it outranks it
+    three times in a long one (without it, the long one won on its count)."""
+    filler = " ".join(f"word{number} topic{number % 7}" for number in range(400))
+    remember(key="long", content=f"Kubernetes kubernetes kubernetes. {filler}")
+    remember(key="short", content="Kubernetes kubernetes upgrade plan")
+    assert keys(search(agent, q="kubernetes"))[:2] == ["short", "long"]
 
 
 def test_an_exact_phrase_matches_only_those_words_in_a_row(agent, corpus):
@@ -356,24 +384,28 @@ def test_the_memories_matching_every_clause_rank_as_in_the_union_of_their_words(
     assert alone.matched == with_the_rest.matched == "all"
 
 
-def test_the_memories_holding_some_words_are_read_only_when_none_holds_every_word(
+def test_the_memories_holding_some_words_are_read_only_when_fewer_than_the_page_hold_all(
         alice_mind, corpus):
     memories = Memory.objects.for_mind(alice_mind).current()
 
-    def union_scans(text):
+    def union_scans(text, limit):
         """The scans of the words' union, and how often each ran."""
         with statements_sent() as sent:
-            found = keyword_search(memories, words_query(text), limit=5)
+            found = keyword_search(memories, words_query(text), limit=limit)
         conditions = ("Index Cond", "Recheck Cond", "Filter")
         return found, [node["Actual Loops"] for node in plan_nodes(*sent[-1], analyze=True)
                        if any("search_vector @@" in node.get(name, "")
                               and " | " in node[name] for name in conditions)]
 
-    found, loops = union_scans("docker swarm")
+    found, loops = union_scans("docker swarm", 2)  # two memories hold both: a full page
     assert found.matched == "all" and len(found.hits) == 2
-    assert loops and set(loops) == {0}  # planned for the fallback, never run
-    found, loops = union_scans("docker neovim")
-    assert found.matched == "some" and found.hits
+    assert found.all_words == {hit for hit, _ in found.hits}
+    assert loops and set(loops) == {0}  # planned for the fill, never run
+    found, loops = union_scans("docker swarm", 5)
+    assert found.matched == "all" and len(found.hits) == 5 and len(found.all_words) == 2
+    assert loops and set(loops) == {1}
+    found, loops = union_scans("docker neovim", 5)
+    assert found.matched == "some" and found.hits and not found.all_words
     assert loops and set(loops) == {1}
 
 

@@ -143,6 +143,8 @@ export interface SemanticSearchParams extends PlaceFilters {
 export interface SearchHit extends Memory {
   score: number;
   snippet: string | null;
+  /** Keyword and hybrid mode: whether it holds every word of the query; null in semantic mode. */
+  matched_all: boolean | null;
   explain?: Record<string, number>;
 }
 

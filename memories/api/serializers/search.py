@@ -55,9 +55,14 @@ class SearchHitSerializer(MemorySerializer):
         child=serializers.FloatField(), required=False,
         help_text="With explain=true: the parts that add up to the score (keyword, semantic, "
                   "neighbour, rerank in hybrid mode; the one side's score otherwise).")
+    matched_all = serializers.BooleanField(
+        allow_null=True,
+        help_text="Keyword and hybrid mode: whether this memory holds every word of the query "
+                  "(keyword mode lists those first, then memories holding some of the words); "
+                  "null in semantic mode.")
 
     class Meta(MemorySerializer.Meta):
-        fields = [*MemorySerializer.Meta.fields, "score", "snippet", "explain"]
+        fields = [*MemorySerializer.Meta.fields, "score", "snippet", "matched_all", "explain"]
 
     def to_representation(self, hit) -> dict:
         """DRF's answer, built directly (as MemorySerializer's; a test holds them equal):
@@ -65,6 +70,8 @@ class SearchHitSerializer(MemorySerializer):
         data = self.memory_fields(hit)
         data["score"] = float(hit.score)
         data["snippet"] = None if hit.snippet is None else str(hit.snippet)
+        matched_all = getattr(hit, "matched_all", None)
+        data["matched_all"] = None if matched_all is None else bool(matched_all)
         explain = getattr(hit, "explain", None)
         if explain is not None:
             data["explain"] = {str(name): None if value is None else float(value)
@@ -77,8 +84,10 @@ class SearchResponseSerializer(serializers.Serializer):
     mode = serializers.CharField()
     matched = serializers.ChoiceField(
         choices=["all", "some", "none"],
-        help_text="all: every word matched; some: no memory held every word, so memories "
-                  "with some of them are ranked (natural-language fallback).")
+        help_text="all: the first result holds every word (keyword mode fills the page with "
+                  "memories holding some of the words after those holding all: see each "
+                  "result's matched_all); some: no memory held every word, so memories with "
+                  "some of them are ranked (natural-language fallback); none: no result.")
     ignored_terms = serializers.ListField(child=serializers.CharField())
     count = serializers.IntegerField()
     results = SearchHitSerializer(many=True)
@@ -120,12 +129,15 @@ class EmbedBatchResponseSerializer(EmbeddingStatusSerializer):
     embedded = serializers.IntegerField()
 
 
-def search_hits(loaded, parts: dict[str, dict[str, float]] | None = None) -> list[dict]:
+def search_hits(loaded, parts: dict[str, dict[str, float]] | None = None,
+                all_words: set[str] | None = None) -> list[dict]:
     """``(hit, score, snippet)`` triples (memories.search.load_hits) as the answer lists
-    them; with ``parts`` (explain=true), each hit's parts of its score."""
+    them; with ``parts`` (explain=true), each hit's parts of its score; with ``all_words``
+    (keyword and hybrid mode), whether each holds every word of the query."""
     rows = []
     for memory, score, snippet in loaded:
         memory.score, memory.snippet = round(score, 6), snippet
+        memory.matched_all = None if all_words is None else memory.id in all_words
         if parts is not None:
             memory.explain = {name: round(value, 6)
                               for name, value in parts.get(memory.id, {}).items()}

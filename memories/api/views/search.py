@@ -52,7 +52,7 @@ class SearchActions:
         query = self.query
         text, mode, limit = query["q"], query["mode"], query["limit"]
         memories, config = self.searchable(), self.mind.search_config
-        matched, ignored, parts = "all", [], None
+        matched, ignored, parts, all_words = "all", [], None, None
         if mode == "semantic":
             hits = search.semantic_search(memories, search.query_vector(text), limit=limit)
             parts = {memory_id: {"semantic": score} for memory_id, score in hits}
@@ -68,11 +68,12 @@ class SearchActions:
             else:
                 result = search.keyword_search(memories, parsed, limit=limit)
             hits, matched, ignored = result.hits, result.matched, result.ignored_terms
+            all_words = result.all_words
             parts = result.parts or {memory_id: {"keyword": score} for memory_id, score in hits}
         if not hits:
             matched = "none"
         results = search_hits(search.load_hits(self.mind.pk, hits, text, config),
-                              parts if query["explain"] else None)
+                              parts if query["explain"] else None, all_words)
         return Response({"query": text, "mode": mode, "matched": matched,
                          "ignored_terms": ignored, "count": len(results), "results": results})
 
