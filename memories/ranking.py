@@ -2,14 +2,17 @@
 
 Pure computation over :class:`Candidates` (memories.search reads them in a fixed number of
 queries), so ``bench/retrieval.py`` replays exactly what search does under other
-:class:`Tuning` values, for the leave-one-conversation-out cross-validation that chose the
-defaults (docs/search.md, bench/results/retrieval.md).
+:class:`Tuning` values, for the cross-validation over both retrieval benchmarks (LoCoMo's
+conversations, BEAM's project chats) that chose the defaults (docs/search.md,
+bench/results/retrieval.md).
 
 The score of a candidate is the sum of four parts, each reported by ``explain=true``:
 
-- ``keyword``: ``keyword_weight`` × its keyword score over the best one's;
-- ``semantic``: (1 − ``keyword_weight``) × its cosine similarity, min-max normalised over
-  the candidates;
+- ``keyword``: ``keyword_weight`` × its keyword score over the best one's
+  (``long_keyword_weight`` when the candidates are long memories, Tuning.keyword_weight_for:
+  derived from their own length, no setting);
+- ``semantic``: (1 − that weight) × its cosine similarity, min-max normalised over the
+  candidates;
 - ``neighbour``: ``neighbour_share`` × the better fused score (keyword + semantic) of the
   two episodes next to it on its timeline, when they are candidates too — the turn just
   before an answer often holds the question's words;
@@ -48,7 +51,22 @@ class Tuning:
 
     keyword_weight: float = 0.5
     neighbour_share: float = 0.4
-    rerank_weight: float = 0.4
+    rerank_weight: float = 0.2
+    # The keyword weight when the candidates are long memories (a mean over LONG_WORDS
+    # words: project chats, documents), where a long text's words say less about it than a
+    # short turn's; None: keyword_weight always.
+    long_keyword_weight: float | None = 0.2
+
+    def keyword_weight_for(self, candidates: "Candidates") -> float:
+        """The keyword weight for these candidates: derived from their own length."""
+        if self.long_keyword_weight is None or not candidates.texts:
+            return self.keyword_weight
+        words = sum(len(text.split()) for text in candidates.texts.values())
+        long = words / len(candidates.texts) > LONG_WORDS
+        return self.long_keyword_weight if long else self.keyword_weight
+
+
+LONG_WORDS = 60
 
 
 @dataclass
@@ -151,7 +169,7 @@ def fused_parts(candidates: Candidates, keyword_weight: float) -> dict[str, dict
 def rank(candidates: Candidates, question: Question, tuning: Tuning = Tuning()
          ) -> list[RankedHit]:
     """Every candidate with its score and parts, best first (ties by id)."""
-    parts = fused_parts(candidates, tuning.keyword_weight)
+    parts = fused_parts(candidates, tuning.keyword_weight_for(candidates))
     fused = {memory_id: part["keyword"] + part["semantic"] for memory_id, part in parts.items()}
     for memory_id, part in parts.items():
         part["neighbour"] = tuning.neighbour_share * _best_neighbour(

@@ -181,10 +181,26 @@ def test_an_episode_s_date_is_part_of_what_the_model_reads_and_moving_it_re_embe
                        memory_type="episodic", occurred_at=datetime(2023, 5, 8, 13, 56,
                                                                     tzinfo=UTC))
     fact = remember(category="fact", key="city", content="Lives in Lisbon")
-    assert embedding_text(episode) == "On 8 May 2023, turn 3: Caroline: I went there"
+    # An identifier key (turn_3) is left out; a key that reads as words is kept.
+    assert embedding_text(episode) == "On 8 May 2023, Caroline: I went there"
     assert embedding_text(fact) == "city: Lives in Lisbon"
     embed_batch(limit=10)
     memory_update(memory=Memory.objects.get(pk=episode.pk), actor=AgentPrincipal(
         key=alice_key[0]), occurred_at=datetime(2023, 6, 1, tzinfo=UTC))
     assert Memory.objects.get(pk=episode.pk).embedding_pending
     assert not Memory.objects.get(pk=fact.pk).embedding_pending
+
+
+@pytest.mark.parametrize(("key", "tags", "expected"), [
+    ("preference_communication", [], "preference communication: Short answers"),
+    ("preference-communication", ["style"], "preference communication (style): Short answers"),
+    ("d1t3", [], "Short answers"),
+    ("turn_conv44_d1_3", ["style"], "(style): Short answers"),
+    # A derived key: its first words repeat the content, its hash is noise.
+    ("short_answers_3f9a2b1c0d", [], "Short answers"),
+])
+def test_the_model_reads_a_key_only_when_it_reads_as_words(key, tags, expected):
+    from memories.embeddings import embedding_text
+
+    memory = Memory(category="preference", key=key, tags=tags, content="Short answers")
+    assert embedding_text(memory) == expected

@@ -51,3 +51,21 @@ def test_parts_add_up_to_the_score_and_ties_break_by_id():
     for hit in hits:
         assert sum(hit.parts.values()) == pytest.approx(hit.score)
         assert set(hit.parts) == {"keyword", "semantic", "neighbour", "rerank"}
+
+
+def test_long_candidates_get_the_long_memory_keyword_weight():
+    """Derived from the candidates' own length, not a setting: a project chat's messages
+    (long) weigh the keyword side less than a conversation's turns (short)."""
+    from memories.ranking import LONG_WORDS
+
+    short = Candidates(texts={"a": "Caroline: I went there", "b": "Melanie: when?"})
+    long = Candidates(texts={"a": "word " * (LONG_WORDS + 1), "b": "word " * LONG_WORDS * 2})
+    tuning = Tuning(keyword_weight=0.5, long_keyword_weight=0.2)
+    assert tuning.keyword_weight_for(short) == 0.5
+    assert tuning.keyword_weight_for(long) == 0.2
+    assert Tuning(long_keyword_weight=None).keyword_weight_for(long) == Tuning().keyword_weight
+    long.keyword, long.semantic = [("a", 1.0)], [("a", 0.9), ("b", 0.1)]
+    long.cosine = dict(long.semantic)
+    parts = {hit.id: hit.parts for hit in rank(long, Question.of("word"), tuning)}
+    assert parts["a"]["keyword"] == pytest.approx(0.2)
+    assert parts["a"]["semantic"] == pytest.approx(0.8)
