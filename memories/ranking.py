@@ -50,7 +50,7 @@ class Tuning:
     """The ranking's parameters; the defaults are what cross-validation chose."""
 
     keyword_weight: float = 0.5
-    neighbour_share: float = 0.4
+    neighbour_share: float = 0.3
     rerank_weight: float = 0.2
     # The keyword weight when the candidates are long memories (a mean over LONG_WORDS
     # words: project chats, documents), where a long text's words say less about it than a
