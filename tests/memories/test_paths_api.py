@@ -378,3 +378,16 @@ def test_a_path_with_no_normal_form_is_400_in_the_error_shape(caller, route, pat
     assert response.json() == {"error": {"status": 400, "code": "invalid",
                                          "message": f"path: {reason}",
                                          "fields": {"path": [reason]}}}
+
+
+def test_a_path_longer_than_its_limit_is_refused_before_it_is_trimmed(alice_key):
+    """The schema's maxLength holds for the text as sent: 1,000 separators after a valid
+    path were trimmed away first and the request accepted (found by tests/security/
+    test_fuzz.py on GET /memory/by-tag)."""
+    agent = key_client(alice_key[1])
+    padded = "projects/a" + "\x1d" * 1_000
+    for url, params in (("/memory/by-tag", {"tag": "x"}), ("/memory", {})):
+        refused = agent.get(url, {**params, "path": padded})
+        assert refused.status_code == 400, (url, refused.content)
+        assert "path" in refused.json()["error"]["fields"]
+    assert agent.get("/memory/by-tag", {"tag": "x", "path": " projects/a "}).status_code == 200

@@ -7,15 +7,9 @@ Rate limits are lifted (the fuzzer is one very fast client); the limits have the
 tests.
 """
 
-import os
-
 import pytest
 import schemathesis
 from django.core.handlers.wsgi import WSGIHandler
-from django.db import transaction
-from hypothesis import HealthCheck, given, settings
-from hypothesis.errors import Unsatisfiable
-from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     negative_data_rejection,
@@ -26,29 +20,21 @@ from schemathesis.specs.openapi.checks import (
 
 from memories.services import memory_store
 from tests.security.conftest import jwt_for
+from tests.security.fuzzing import MODES, connection_kept_across_requests, fuzz_operation
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
-EXAMPLES = int(os.environ.get("SYNAPSE_FUZZ_EXAMPLES", "6"))
 CHECKS = [schemathesis.checks.not_a_server_error, status_code_conformance,
           content_type_conformance, response_headers_conformance, response_schema_conformance,
           negative_data_rejection]
 
 
 @pytest.fixture(autouse=True)
-def connection_kept_across_requests(filled):
-    """Like Django's test client: a raw WSGIHandler would close the test's connection
-    (and its transaction) at the end of every request. After ``filled``: building the
-    tenants goes through Django's test client (their OAuth tokens), which connects the
-    signals again when each of its requests ends."""
-    from django.core.signals import request_finished, request_started
-    from django.db import close_old_connections
-
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    yield
-    request_started.connect(close_old_connections)
-    request_finished.connect(close_old_connections)
+def connection_kept(filled):
+    """After ``filled``: building the tenants goes through Django's test client (their
+    OAuth tokens)."""
+    with connection_kept_across_requests():
+        yield
 
 
 @pytest.fixture
@@ -58,44 +44,14 @@ def unthrottled(settings):
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": rates}
 
 
-def fuzz_operation(operation, mode, headers: dict, mind_id: str | None,
-                   failures: list[str]) -> int:
-    """Run one operation in one generation mode; return how many cases were sent."""
-    takes_mind = any(p.name == "mind" for p in operation.query)
-    label = f"{operation.method.upper()} {operation.path} [{mode}]"
-    sent, seen = 0, set()
+def with_mind(operation, mind_id: str | None):
+    """A ``fill``: a positive case of a route taking ``?mind=`` names the human's mind."""
+    if not mind_id or not any(p.name == "mind" for p in operation.query):
+        return None
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
-    @given(case=operation.as_strategy(generation_mode=mode))
-    def run(case):
-        nonlocal sent
-        if mind_id and takes_mind and mode is GenerationMode.POSITIVE:
-            case.query = {**(case.query or {}), "mind": mind_id}
-        sent += 1
-        try:
-            # Each case in its own savepoint, as each request is its own transaction in
-            # production: one failed statement must not poison the cases after it.
-            with transaction.atomic():
-                case.call_and_validate(headers=headers, checks=CHECKS)
-        except (Exception, BaseExceptionGroup) as error:  # noqa: BLE001 - reported together
-            text = str(error).strip()
-            signature = text.splitlines()[0] if text else type(error).__name__
-            if signature not in seen:
-                seen.add(signature)
-                failures.append(f"{label}: {text[:1500]}")
-
-    try:
-        run()
-    except Unsatisfiable:
-        # An operation with nothing to break — no parameter, no body, no credentials (the
-        # public GET /mcp/config/autonomous-agent) — has no negative case at all.
-        # (Credentials a route takes are among its headers or cookies.)
-        breakable = [*operation.path_parameters, *operation.query, *operation.headers,
-                     *operation.cookies, *operation.body]
-        if mode is not GenerationMode.NEGATIVE or breakable:
-            raise
-    return sent
+    def fill(case):
+        case.query = {**(case.query or {}), "mind": mind_id}
+    return fill
 
 
 def fuzz(headers: dict, mind_id: str | None) -> tuple[int, list[str]]:
@@ -103,8 +59,9 @@ def fuzz(headers: dict, mind_id: str | None) -> tuple[int, list[str]]:
     cases, failures = 0, []
     for result in schema.get_all_operations():
         operation = result.ok()
-        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-            cases += fuzz_operation(operation, mode, headers, mind_id, failures)
+        for mode in MODES:
+            cases += fuzz_operation(operation, mode, failures, checks=CHECKS,
+                                    headers=headers, fill=with_mind(operation, mind_id))
     return cases, failures
 
 

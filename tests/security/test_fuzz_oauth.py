@@ -13,15 +13,12 @@ own tests.
 """
 
 import json
-import os
 
 import pytest
 import schemathesis
 from django.core.handlers.wsgi import WSGIHandler
 from django.db import transaction
 from django.test import Client
-from hypothesis import HealthCheck, given, settings
-from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -30,14 +27,14 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from tests.minds.oauth_flow import REDIRECT_URI, approve, register
+from tests.security import fuzzing
+from tests.security.fuzzing import MODES, connection_kept_across_requests
 from tests.security.oauth_openapi import OAUTH_SCHEMA
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
-EXAMPLES = int(os.environ.get("SYNAPSE_FUZZ_EXAMPLES", "6"))
 CHECKS = [schemathesis.checks.not_a_server_error, status_code_conformance,
           content_type_conformance, response_schema_conformance]
-MODES = (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
 
 
 def oauth_schema():
@@ -54,19 +51,11 @@ def operation(schema, method: str, path: str):
     raise LookupError(f"{method} {path}")
 
 
-@pytest.fixture
-def connection_kept_across_requests(oauth_client):
-    """As in test_fuzz.py: a raw WSGIHandler would close the test's connection (and its
-    transaction) at the end of every request. After ``oauth_client``, whose requests go
-    through Django's test client (which connects the signals again)."""
-    from django.core.signals import request_finished, request_started
-    from django.db import close_old_connections
-
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    yield
-    request_started.connect(close_old_connections)
-    request_finished.connect(close_old_connections)
+@pytest.fixture(name="connection_kept_across_requests")
+def connection_kept(oauth_client):
+    """After ``oauth_client``, whose requests go through Django's test client."""
+    with connection_kept_across_requests():
+        yield
 
 
 @pytest.fixture
@@ -90,39 +79,9 @@ def oauth_client(tenants) -> dict:
             "cookie": f"sessionid={person.cookies['sessionid'].value}"}
 
 
-def fuzz_operation(op, mode, failures: list[str], *, headers: dict | None = None,
-                   fill=None, label_extra: str = "") -> int:
-    """Run one operation in one generation mode; return how many cases were sent. ``fill``
-    may adjust a positive case (a registered client's id, say) before it is sent."""
-    label = f"{op.method.upper()} {op.path}{label_extra} [{mode.value}]"
-    sent, seen = 0, set()
-
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
-    @given(case=op.as_strategy(generation_mode=mode))
-    def run(case):
-        nonlocal sent
-        if fill is not None and mode is GenerationMode.POSITIVE:
-            fill(case)
-        sent += 1
-        try:
-            with transaction.atomic():  # each case in its own savepoint, as in test_fuzz.py
-                case.call_and_validate(headers=headers, checks=CHECKS)
-        except (Exception, BaseExceptionGroup) as error:  # noqa: BLE001 - reported together
-            text = str(error).strip()
-            signature = text.splitlines()[0] if text else type(error).__name__
-            if signature not in seen:
-                seen.add(signature)
-                failures.append(f"{label}: {text[:1500]}")
-
-    try:
-        run()
-    except Unsatisfiable:
-        # The metadata documents take no parameter and no body: nothing to break.
-        breakable = [*op.path_parameters, *op.query, *op.headers, *op.cookies, *op.body]
-        if mode is not GenerationMode.NEGATIVE or breakable:
-            raise
-    return sent
+def fuzz_operation(op, mode, failures: list[str], **options) -> int:
+    """tests.security.fuzzing.fuzz_operation with these endpoints' checks."""
+    return fuzzing.fuzz_operation(op, mode, failures, checks=CHECKS, **options)
 
 
 def named_client(client_id: str, field: str):

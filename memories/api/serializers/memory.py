@@ -52,8 +52,13 @@ class PathField(serializers.CharField):
         super().__init__(allow_blank=True, max_length=1000, **kwargs)
 
     def to_internal_value(self, data) -> str:
+        # The length is checked on the text as sent, as the schema's maxLength says (DRF's
+        # validator runs on the normal form, so 1,000 separators after a path got in).
+        text = super().to_internal_value(data)
+        if len(str(data)) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
         try:
-            return normalize_path(super().to_internal_value(data))
+            return normalize_path(text)
         except InvalidPath as error:
             raise serializers.ValidationError(str(error), code="invalid_path") from error
 
