@@ -85,7 +85,8 @@ class SearchActions:
     @replica_reads
     def semantic_search(self, request):
         """Memories nearest in meaning to ``q`` (local embeddings); score = cosine
-        similarity. Memories not embedded yet are not found (see embed-batch-status)."""
+        similarity. A memory written through the API is found at once; one written by
+        sync or import once the worker has embedded it (see embed-batch-status)."""
         query = self.query
         hits = search.semantic_search(self.searchable(), search.query_vector(query["q"]),
                                       limit=query["limit"], threshold=query.get("threshold"))
