@@ -11,11 +11,9 @@ import base64
 import binascii
 import hashlib
 import io
-import math
 import time
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpResponse, JsonResponse
@@ -30,6 +28,7 @@ from oauth2_provider.models import get_application_model
 from oauth2_provider.views import AuthorizationView
 from oauth2_provider.views import RevokeTokenView as DOTRevokeTokenView
 from oauth2_provider.views import TokenView as DOTTokenView
+from oauth2_provider.views.mixins import OAuthLibMixin
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 from rest_framework.exceptions import ParseError
 from rest_framework.throttling import BaseThrottle
@@ -52,7 +51,7 @@ from synapse.api import error_response
 from synapse.origin import public_origin
 from synapse.parsers import JSONParser
 from synapse.text import validate_single_line
-from synapse.throttling import spend
+from synapse.throttling import wait_for
 
 CLIENT_NAME_MAX_LENGTH = 100
 MAX_REDIRECT_URIS = 10
@@ -149,10 +148,9 @@ class ConsentView(AuthorizationView):
             client_id=self.request.GET.get("client_id", "")).first()
         if client is not None and approved_by_person(self.request.user, client):
             return super().error_response(error, application, **kwargs)
-        target = oauthlib_error.redirect_uri or ""
-        separator = "&" if "?" in target else "?"
-        link = _with_iss(target + separator + oauthlib_error.urlencoded,
-                         public_origin(self.request))
+        # The URL DOT would redirect to (OAuthLibMixin builds it), shown as a link instead.
+        _redirect, answer = OAuthLibMixin.error_response(self, error, **kwargs)
+        link = _with_iss(answer["url"], public_origin(self.request))
         return self.render_to_response({
             "error": oauthlib_error, "error_redirect": link,
             "error_redirect_host": urlsplit(link).hostname or "",
@@ -237,12 +235,15 @@ def _client_ident(request) -> str:
     return BaseThrottle().get_ident(request)
 
 
-def _wait(scope: str, ident: str) -> int | None:
-    """Whole seconds to wait before budget ``scope:ident`` allows a request (spending one
-    when it does: None); not limited when the scope has no rate."""
-    rate = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"].get(scope)
-    seconds = spend(f"{scope}:{ident}"[:200], rate) if rate else None
-    return None if seconds is None else max(1, math.ceil(seconds))
+def _protocol_error(status: int, error: str, description: str, **headers) -> JsonResponse:
+    """An RFC 6749 §5.2 error body (the token and revocation endpoints' format), never
+    cached."""
+    response = JsonResponse({"error": error, "error_description": description},
+                            status=status)
+    response["Cache-Control"] = "no-store"
+    for name, value in headers.items():
+        response[name] = value
+    return response
 
 
 def _basic_credentials(request) -> tuple[str, str] | None:
@@ -274,11 +275,7 @@ def _nul_refusal(request) -> JsonResponse | None:
               *(_basic_credentials(request) or ())]
     if not any("\x00" in value for value in values):
         return None
-    response = JsonResponse({"error": "invalid_request",
-                             "error_description": "The request contains a NUL byte."},
-                            status=400)
-    response["Cache-Control"] = "no-store"
-    return response
+    return _protocol_error(400, "invalid_request", "The request contains a NUL byte.")
 
 
 class RevokeTokenView(DOTRevokeTokenView):
@@ -299,17 +296,14 @@ class TokenView(DOTTokenView):
         refused = _nul_refusal(request)
         if refused is not None:
             return refused
-        wait = _wait("oauth_token", _client_ident(request))
+        wait = wait_for("oauth_token", _client_ident(request))
         if wait is None:
             client_id = _presented_client_id(request)
             digest = hashlib.sha256(client_id.encode()).hexdigest()[:32]
-            wait = _wait("oauth_token_client", digest) if client_id else None
+            wait = wait_for("oauth_token_client", digest) if client_id else None
         if wait is not None:
-            response = JsonResponse({"error": "slow_down", "error_description": (
-                f"Too many token requests; try again in {wait} seconds.")}, status=429)
-            response["Retry-After"] = str(wait)
-            response["Cache-Control"] = "no-store"
-            return response
+            return _protocol_error(429, "slow_down", f"Too many token requests; try again in "
+                                   f"{wait} seconds.", **{"Retry-After": str(wait)})
         return super().post(request, *args, **kwargs)
 
 
@@ -340,7 +334,7 @@ class RegisterView(View):
                               headers={"Allow": "POST"})
 
     def post(self, request):
-        wait = _wait("oauth_register", _client_ident(request))
+        wait = wait_for("oauth_register", _client_ident(request))
         if wait is not None:
             return error_response(429, "throttled", "Too many client registrations from "
                                   "this address; try again later.",

@@ -20,9 +20,7 @@ credentials, not the person's, and keep working (docs/security.md, "Passwords").
 
 import hashlib
 import logging
-import math
 from datetime import timedelta
-from types import SimpleNamespace
 from typing import NamedTuple
 
 from django.conf import settings
@@ -31,12 +29,11 @@ from django.contrib.auth.forms import PasswordResetForm
 from django.contrib.auth.tokens import default_token_generator
 from django.core.mail import EmailMultiAlternatives
 from django.db import connection, transaction
-from django.http import QueryDict
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
-from rest_framework.settings import api_settings
+from rest_framework.throttling import BaseThrottle
 
 from minds.mail import mail_configured
 from minds.models import QueuedResetMail
@@ -62,20 +59,14 @@ def reset_wait(request, email: str) -> int | None:
     for this e-mail address; None to send it now. Each request spends both budgets
     (``SYNAPSE_RATE_PASSWORD_RESET``), so neither many addresses from one client nor one
     mailbox from many clients can be flooded."""
-    from synapse.throttling import ScopeRateThrottle, spend
+    from synapse.throttling import wait_for
 
-    attempt = SimpleNamespace(META=request.META, headers=request.headers, method="POST",
-                              user=None, query_params=QueryDict())
-    route = SimpleNamespace(throttle_scope="password_reset")
-    throttle = ScopeRateThrottle()
-    if not throttle.allow_request(attempt, route):
-        return throttle.wait()
-    rate = api_settings.DEFAULT_THROTTLE_RATES.get("password_reset")
-    if rate is None:
-        return None
+    # The address's budget is the one ScopeRateThrottle keys an anonymous request on.
+    wait = wait_for("password_reset", f"ip:{BaseThrottle().get_ident(request)}")
+    if wait is not None:
+        return wait
     mailbox = hashlib.sha256(email.strip().lower().encode()).hexdigest()[:32]
-    seconds = spend(f"password_reset:mailbox:{mailbox}", rate)
-    return None if seconds is None else max(1, math.ceil(seconds))
+    return wait_for("password_reset", f"mailbox:{mailbox}")
 
 
 # One statement whether or not an account has the address: it adds a row or none
@@ -160,6 +151,8 @@ def _send_queued(row: QueuedResetMail) -> str:
                "uid": urlsafe_base64_encode(force_bytes(user.pk)),
                "token": default_token_generator.make_token(user),
                "timeout_minutes": settings.PASSWORD_RESET_TIMEOUT // 60}
+    # Not PasswordResetForm.send_mail: it logs and swallows a failed send, and the retries
+    # below need to see it.
     subject = "".join(render_to_string(SUBJECT_TEMPLATE, context).splitlines())
     message = EmailMultiAlternatives(subject, render_to_string(EMAIL_TEMPLATE, context),
                                      settings.DEFAULT_FROM_EMAIL, [user.email])

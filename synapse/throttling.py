@@ -115,6 +115,19 @@ def spend(key: str, rate: str) -> float | None:
     return max(0.0, ahead + interval - period)
 
 
+def wait_for(scope: str, ident: str) -> int | None:
+    """Spend one request of budget ``scope:ident`` at the scope's configured rate (read at
+    request time from ``DEFAULT_THROTTLE_RATES``): None when allowed, or when the scope has
+    no rate; otherwise the whole seconds until it would be — at least 1, never "retry in 0
+    seconds", which a client that obeys would be refused again. The one place for the
+    throttles below and for the views that limit outside DRF (OAuth, password reset)."""
+    rate = api_settings.DEFAULT_THROTTLE_RATES.get(scope)
+    if rate is None:
+        return None
+    seconds = spend(f"{scope}:{ident}"[:200], rate)
+    return None if seconds is None else max(1, math.ceil(seconds))
+
+
 class RateThrottle(BaseThrottle):
     """A throttle spending from one budget per request; subclasses name scope and ident.
 
@@ -127,16 +140,12 @@ class RateThrottle(BaseThrottle):
 
     def allow_request(self, request, view) -> bool:
         scope, ident = self.budget(request, view)
-        rate = api_settings.DEFAULT_THROTTLE_RATES.get(scope) if scope else None
-        if rate is None:
-            return True
-        self.seconds = spend(f"{scope}:{ident}"[:200], rate)
+        self.seconds = wait_for(scope, ident) if scope else None
         return self.seconds is None
 
     def wait(self) -> int:
         # DRF's handler sets Retry-After from this; the 429 is in the one error shape.
-        # Never "retry in 0 seconds": a client that obeys it would be refused again.
-        return max(1, math.ceil(self.seconds))
+        return self.seconds
 
 
 class ScopeRateThrottle(RateThrottle):
