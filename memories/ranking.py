@@ -61,9 +61,7 @@ class Tuning:
         """The keyword weight for these candidates: derived from their own length."""
         if self.long_keyword_weight is None or not candidates.texts:
             return self.keyword_weight
-        words = sum(len(text.split()) for text in candidates.texts.values())
-        long = words / len(candidates.texts) > LONG_WORDS
-        return self.long_keyword_weight if long else self.keyword_weight
+        return self.long_keyword_weight if candidates.long() else self.keyword_weight
 
 
 LONG_WORDS = 60
@@ -88,6 +86,16 @@ class Candidates:
     # rerank_features of a candidate, once per question (the features do not depend on
     # the tuning, and the benchmark ranks the same candidates under many tunings).
     features: dict[str, float] = field(default_factory=dict, repr=False)
+    # long(), once per question, for the same reason.
+    _long: bool | None = field(default=None, repr=False)
+
+    def long(self) -> bool:
+        """Whether these are long memories: their texts average more than LONG_WORDS
+        words (Tuning.keyword_weight_for)."""
+        if self._long is None:
+            words = sum(len(text.split()) for text in self.texts.values())
+            self._long = words / max(len(self.texts), 1) > LONG_WORDS
+        return self._long
 
 
 @dataclass

@@ -185,13 +185,9 @@ def _invite(*, mind, actor, role, username, email):
             mind=mind, role=role, user=user, email="" if user else email, invited_by=actor,
             token_hash=hash_token(token), expires_at=expires_at)
     record_event(mind=mind, actor=actor, action="invitation_create",
-                 details={"invitation_id": invitation.id, **_invitee_details(invitation),
+                 details={"invitation_id": invitation.id, **invitation.invitee_details,
                           "role": role, "refreshed": refreshed})
     return invitation, token, refreshed
-
-
-def _invitee_details(invitation: Invitation) -> dict:
-    return invitation.invitee_details
 
 
 def _mail(invitation: Invitation, link: str) -> bool:
@@ -273,7 +269,7 @@ def decline(*, invitation: Invitation, user=None, with_token: bool = False) -> I
     locked.declined_at = timezone.now()
     locked.save(update_fields=["declined_at"])
     record_event(mind=locked.mind, actor=user, action="invitation_decline",
-                 details={"invitation_id": locked.id, **_invitee_details(locked)})
+                 details={"invitation_id": locked.id, **locked.invitee_details})
     invitation.declined_at = locked.declined_at
     return locked
 
@@ -291,7 +287,7 @@ def revoke(*, invitation: Invitation, actor) -> Invitation:
     locked.revoked_at = timezone.now()
     locked.save(update_fields=["revoked_at"])
     record_event(mind=locked.mind, actor=actor, action="invitation_revoke",
-                 details={"invitation_id": locked.id, **_invitee_details(locked)})
+                 details={"invitation_id": locked.id, **locked.invitee_details})
     return locked
 
 

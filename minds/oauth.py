@@ -122,10 +122,9 @@ def prune_unused_clients(now=None) -> int:
     A client made in the admin (it has a user) is kept. Run by the worker now and then and
     by ``manage.py prune_oauth_clients``; the number deleted."""
     cutoff = (now or timezone.now()) - UNUSED_CLIENT_LIFETIME
-    unused = get_application_model().objects.filter(
-        user__isnull=True, created__lt=cutoff, synapse_connections__isnull=True)
     Application = get_application_model()  # noqa: N806 (a model class)
-    _total, by_model = Application.objects.filter(pk__in=unused.values("pk")).delete()
+    _total, by_model = Application.objects.filter(
+        user__isnull=True, created__lt=cutoff, synapse_connections__isnull=True).delete()
     return by_model.get(Application._meta.label, 0)
 
 
