@@ -273,7 +273,7 @@ def main() -> None:
 
     encoder_rows = []
     for label, words in (("24 words (the stores above)", 24),
-                         (f"{LONG_WORDS:,} words (the first 96 read: WRITE_TIME_WORDS)", LONG_WORDS)):
+                         (f"{LONG_WORDS:,} words (96 read)", LONG_WORDS)):
         written = [Memory(category="note", key=f"new_http_{i}", tags=["bench"],
                           content=sentence(rng, words)) for i in range(50)]
         for warm in range(20):
